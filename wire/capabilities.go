@@ -1,0 +1,40 @@
+package wire
+
+// Capability names negotiated in hello and welcome. Broker capabilities are
+// offered to every peer; provider capabilities are what the broker requires a
+// provider (the extension) to advertise before it is registered.
+//
+// The broker advertises only what it implements: a capability joins
+// [BrokerCapabilities] in the same change that makes its tests pass.
+const (
+	CapRuntime          = "runtime.v1"
+	CapProviderAXRead   = "provider.ax-read.v1"
+	CapProviderAXFind   = "provider.ax-find.v1"
+	CapPersonalMode     = "broker.personal-mode.v1"
+	CapLeaseFencing     = "lease.fencing.v1"
+	CapLeaseTabScope    = "lease.tab-scope.v1"
+	CapAXRead           = "ax.read.v1"
+	CapAXFind           = "ax.find.v1"
+	CapObserveQuery     = "observe.query.v1"
+	CapJournalRecovery  = "journal.recovery.v1"
+	CapRuntimeBatch     = "runtime.batch.v1"
+	CapInputNamedKeys   = "input.named-keys.v1"
+	CapPersonalTabScope = "runtime.personal-tab-scope.v1"
+)
+
+// BrokerCapabilities is what this broker implements and offers in every
+// welcome. broker.personal-mode.v1 is added only in personal access mode.
+func BrokerCapabilities() []string {
+	return []string{CapRuntime}
+}
+
+// RequiredProviderCapabilities is what a provider must advertise to be
+// registered. A provider lacking any of them fails its hello with
+// PROTOCOL_MISMATCH.
+//
+// These are the safety floor the runtime is built on (fencing tokens, lease
+// scopes, bounded AX reads and searches): a provider without them could only
+// be driven through a less safe path, which the broker never falls back to.
+func RequiredProviderCapabilities() []string {
+	return []string{CapLeaseFencing, CapLeaseTabScope, CapAXRead, CapAXFind}
+}

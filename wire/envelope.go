@@ -1,0 +1,255 @@
+// Package wire defines the v1 protocol's messages: the five envelope shapes,
+// the hello and welcome payloads, capability names and the error-code
+// registry, with a strict validator and the generator of the published JSON
+// Schema (protocol/v1.schema.json).
+//
+// # Envelopes
+//
+//	{"type":"request","id":"r1","method":"browser.instances","params":{}}
+//	{"type":"response","id":"r1","ok":true,"value":[]}
+//	{"type":"response","id":"r2","ok":false,"code":"STALE_TARGET"}
+//	{"type":"event","event":"page.changed","value":{…}}
+//	{"type":"cancel","id":"r2"}
+//
+// Every field shown is required and no other field is allowed. IDs are 1–128
+// Unicode code points; method and event names match [A-Za-z][A-Za-z0-9_.:-]*
+// and are at most 128 characters; params is an object; value is any JSON
+// value, with a void result sent as an explicit null; error responses carry
+// only a registry [Code].
+//
+// Envelope validation does not validate method payloads, authenticate
+// senders or authorize anything: that is the broker's job.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Envelope types.
+const (
+	TypeRequest  = "request"
+	TypeResponse = "response"
+	TypeEvent    = "event"
+	TypeCancel   = "cancel"
+)
+
+// Limits of the envelope grammar.
+const (
+	MaxIDLength   = 128 // Unicode code points
+	MaxNameLength = 128 // ASCII characters
+)
+
+// Envelope is one decoded message. Which fields are meaningful depends on
+// Type: request (ID, Method, Params), response (ID, OK, then Value or Code),
+// event (Event, Value), cancel (ID).
+type Envelope struct {
+	Type   string
+	ID     string
+	Method string
+	Params json.RawMessage // a JSON object
+	OK     bool
+	Value  json.RawMessage // any JSON value; "null" for void
+	Code   Code
+	Event  string
+}
+
+// Request returns a request envelope.
+func Request(id, method string, params json.RawMessage) *Envelope {
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	return &Envelope{Type: TypeRequest, ID: id, Method: method, Params: params}
+}
+
+// Success returns a success response; a nil value becomes an explicit null.
+func Success(id string, value json.RawMessage) *Envelope {
+	return &Envelope{Type: TypeResponse, ID: id, OK: true, Value: nullIfEmpty(value)}
+}
+
+// Failure returns an error response carrying only code.
+func Failure(id string, code Code) *Envelope {
+	return &Envelope{Type: TypeResponse, ID: id, Code: code}
+}
+
+// Event returns an event envelope.
+func Event(name string, value json.RawMessage) *Envelope {
+	return &Envelope{Type: TypeEvent, Event: name, Value: nullIfEmpty(value)}
+}
+
+// Cancel returns a cancel envelope for the request with the given ID.
+func Cancel(id string) *Envelope {
+	return &Envelope{Type: TypeCancel, ID: id}
+}
+
+func nullIfEmpty(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+// MarshalJSON encodes the envelope in its exact wire shape. It does not
+// validate; use [Encode] for that.
+func (e *Envelope) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"type":`)
+	writeString(&b, e.Type)
+	switch e.Type {
+	case TypeRequest:
+		b.WriteString(`,"id":`)
+		writeString(&b, e.ID)
+		b.WriteString(`,"method":`)
+		writeString(&b, e.Method)
+		b.WriteString(`,"params":`)
+		b.Write(e.Params)
+	case TypeResponse:
+		b.WriteString(`,"id":`)
+		writeString(&b, e.ID)
+		if e.OK {
+			b.WriteString(`,"ok":true,"value":`)
+			b.Write(nullIfEmpty(e.Value))
+		} else {
+			b.WriteString(`,"ok":false,"code":`)
+			writeString(&b, string(e.Code))
+		}
+	case TypeEvent:
+		b.WriteString(`,"event":`)
+		writeString(&b, e.Event)
+		b.WriteString(`,"value":`)
+		b.Write(nullIfEmpty(e.Value))
+	case TypeCancel:
+		b.WriteString(`,"id":`)
+		writeString(&b, e.ID)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s) // a string always encodes
+	b.Write(enc)
+}
+
+// Encode validates e and returns its JSON encoding.
+func Encode(e *Envelope) ([]byte, error) {
+	data, _ := e.MarshalJSON()
+	if _, err := ParseEnvelope(data); err != nil {
+		return nil, fmt.Errorf("wire: refusing to send an invalid envelope: %w", err)
+	}
+	return data, nil
+}
+
+// ParseEnvelope decodes and validates one envelope. The error is a
+// *ValidationError naming the offending field.
+func ParseEnvelope(data []byte) (*Envelope, error) {
+	obj, err := decodeObject(data, "")
+	if err != nil {
+		return nil, err
+	}
+	typ, err := stringField(obj, "type")
+	if err != nil {
+		return nil, err
+	}
+	e := &Envelope{Type: typ}
+	switch typ {
+	case TypeRequest:
+		if err := onlyKeys(obj, "", "type", "id", "method", "params"); err != nil {
+			return nil, err
+		}
+		if e.ID, err = idField(obj, "id"); err != nil {
+			return nil, err
+		}
+		if e.Method, err = nameField(obj, "method"); err != nil {
+			return nil, err
+		}
+		raw, ok := obj["params"]
+		if !ok {
+			return nil, missing("params")
+		}
+		if !isObject(raw) {
+			return nil, invalid("params", "must be an object")
+		}
+		e.Params = raw
+	case TypeResponse:
+		ok, err := boolField(obj, "ok")
+		if err != nil {
+			return nil, err
+		}
+		e.OK = ok
+		if ok {
+			if err := onlyKeys(obj, "", "type", "id", "ok", "value"); err != nil {
+				return nil, err
+			}
+		} else if err := onlyKeys(obj, "", "type", "id", "ok", "code"); err != nil {
+			return nil, err
+		}
+		if e.ID, err = idField(obj, "id"); err != nil {
+			return nil, err
+		}
+		if ok {
+			v, has := obj["value"]
+			if !has {
+				return nil, missing("value")
+			}
+			e.Value = v
+		} else {
+			c, err := stringField(obj, "code")
+			if err != nil {
+				return nil, err
+			}
+			if !Code(c).Known() {
+				return nil, invalid("code", "is not a registry error code")
+			}
+			e.Code = Code(c)
+		}
+	case TypeEvent:
+		if err := onlyKeys(obj, "", "type", "event", "value"); err != nil {
+			return nil, err
+		}
+		if e.Event, err = nameField(obj, "event"); err != nil {
+			return nil, err
+		}
+		v, has := obj["value"]
+		if !has {
+			return nil, missing("value")
+		}
+		e.Value = v
+	case TypeCancel:
+		if err := onlyKeys(obj, "", "type", "id"); err != nil {
+			return nil, err
+		}
+		if e.ID, err = idField(obj, "id"); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, invalid("type", "must be request, response, event or cancel")
+	}
+	return e, nil
+}
+
+// ValidID reports whether s is a valid transport ID: 1–128 code points.
+func ValidID(s string) bool {
+	n := utf8.RuneCountInString(s)
+	return n >= 1 && n <= MaxIDLength
+}
+
+// ValidName reports whether s is a valid method, event or capability name.
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > MaxNameLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alpha := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+		if i == 0 && !alpha {
+			return false
+		}
+		if !alpha && !(c >= '0' && c <= '9') && c != '_' && c != '.' && c != ':' && c != '-' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,199 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// ValidationError reports why a message does not match the v1 grammar. Field
+// is a JSON-pointer-like path ("" for the whole message).
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return "wire: message " + e.Reason
+	}
+	return "wire: " + e.Field + " " + e.Reason
+}
+
+func invalid(field, reason string) error { return &ValidationError{Field: field, Reason: reason} }
+func missing(field string) error         { return &ValidationError{Field: field, Reason: "is required"} }
+
+type object map[string]json.RawMessage
+
+// decodeObject decodes data, which must be a JSON object, into its members.
+func decodeObject(data []byte, field string) (object, error) {
+	data = bytes.TrimSpace(data)
+	if !isObject(data) {
+		return nil, invalid(field, "must be a JSON object")
+	}
+	var obj object
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, invalid(field, "is not valid JSON")
+	}
+	return obj, nil
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+func onlyKeys(obj object, field string, allowed ...string) error {
+	for k := range obj {
+		found := false
+		for _, a := range allowed {
+			if k == a {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return invalid(join(field, k), "is not allowed")
+		}
+	}
+	return nil
+}
+
+func join(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+func rawString(raw json.RawMessage, field string) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", invalid(field, "must be a string")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", invalid(field, "must be a string")
+	}
+	return s, nil
+}
+
+func stringField(obj object, key string) (string, error) {
+	raw, ok := obj[key]
+	if !ok {
+		return "", missing(key)
+	}
+	return rawString(raw, key)
+}
+
+func boolField(obj object, key string) (bool, error) {
+	raw, ok := obj[key]
+	if !ok {
+		return false, missing(key)
+	}
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, invalid(key, "must be a boolean")
+}
+
+func idField(obj object, key string) (string, error) {
+	s, err := stringField(obj, key)
+	if err != nil {
+		return "", err
+	}
+	if !ValidID(s) {
+		return "", invalid(key, "must be 1 to 128 characters")
+	}
+	return s, nil
+}
+
+func nameField(obj object, key string) (string, error) {
+	s, err := stringField(obj, key)
+	if err != nil {
+		return "", err
+	}
+	if !ValidName(s) {
+		return "", invalid(key, "must match [A-Za-z][A-Za-z0-9_.:-]* and be at most 128 characters")
+	}
+	return s, nil
+}
+
+// boundedString checks a string of min..max Unicode code points.
+func boundedString(raw json.RawMessage, field string, min, max int) (string, error) {
+	s, err := rawString(raw, field)
+	if err != nil {
+		return "", err
+	}
+	if n := utf8.RuneCountInString(s); n < min || n > max {
+		return "", invalid(field, "must be "+strconv.Itoa(min)+" to "+strconv.Itoa(max)+" characters")
+	}
+	return s, nil
+}
+
+// integer decodes a JSON number that is mathematically an integer within
+// [min, max]. Like JSON Schema, 1.0 and 1e0 count as the integer 1.
+func integer(raw json.RawMessage, field string, min, max int) (int, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		return 0, invalid(field, "must be an integer")
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return 0, invalid(field, "must be an integer")
+	}
+	if f != math.Trunc(f) {
+		return 0, invalid(field, "must be an integer")
+	}
+	if f < float64(min) || f > float64(max) {
+		return 0, invalid(field, "must be between "+strconv.Itoa(min)+" and "+strconv.Itoa(max))
+	}
+	return int(f), nil
+}
+
+// array decodes a JSON array of at most max items.
+func array(raw json.RawMessage, field string, minItems, maxItems int) ([]json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, invalid(field, "must be an array")
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, invalid(field, "must be an array")
+	}
+	if len(items) < minItems || len(items) > maxItems {
+		return nil, invalid(field, "must have "+strconv.Itoa(minItems)+" to "+strconv.Itoa(maxItems)+" items")
+	}
+	return items, nil
+}
+
+// nameList decodes a list of at most max unique capability names.
+func nameList(raw json.RawMessage, field string, max int) ([]string, error) {
+	items, err := array(raw, field, 0, max)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(items))
+	seen := make(map[string]bool, len(items))
+	for i, item := range items {
+		f := field + "[" + strconv.Itoa(i) + "]"
+		s, err := rawString(item, f)
+		if err != nil {
+			return nil, err
+		}
+		if !ValidName(s) {
+			return nil, invalid(f, "is not a valid capability name")
+		}
+		if seen[s] {
+			return nil, invalid(field, "must not repeat a name")
+		}
+		seen[s] = true
+		names = append(names, s)
+	}
+	return names, nil
+}
