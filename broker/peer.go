@@ -1,0 +1,177 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/wire"
+)
+
+// peer is one connection: unauthenticated until its hello succeeds, then a
+// client or a provider.
+type peer struct {
+	s    *Server
+	conn *rpc.Conn
+	id   uint64
+	log  *slog.Logger
+
+	handshake *time.Timer // closes the peer if no hello succeeds in time
+
+	mu       sync.Mutex // serializes hello; guards the fields below
+	welcomed bool
+	hello    *wire.Hello
+	epoch    string
+}
+
+func newPeer(s *Server, c net.Conn, id uint64, log *slog.Logger) *peer {
+	p := &peer{s: s, id: id, log: log}
+	p.conn = rpc.New(c, p, s.cfg.Limits, log)
+	return p
+}
+
+func (p *peer) run() {
+	p.handshake = time.AfterFunc(HandshakeTimeout, func() {
+		p.mu.Lock()
+		ok := p.welcomed
+		p.mu.Unlock()
+		if !ok {
+			p.s.refuse("no successful hello within the handshake window", "conn", p.id)
+			p.conn.Close()
+		}
+	})
+	err := p.conn.Run()
+	p.handshake.Stop()
+	p.s.unregister(p)
+	p.log.Debug("connection closed", "err", err)
+}
+
+// role returns the negotiated role, or "" before a successful hello.
+func (p *peer) role() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.welcomed {
+		return ""
+	}
+	return p.hello.Role
+}
+
+// Handle implements rpc.Handler.
+func (p *peer) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	if req.Method == "hello" {
+		return p.handleHello(req.Params)
+	}
+	switch p.role() {
+	case "":
+		p.s.refuse("request before a successful hello", "conn", p.id, "method", req.Method)
+		return nil, wire.Err(wire.CodePolicyDenied)
+	case wire.RoleProvider:
+		p.s.refuse("provider called a client method", "conn", p.id, "method", req.Method)
+		return nil, wire.Err(wire.CodePolicyDenied)
+	}
+	h, ok := clientMethods[req.Method]
+	if !ok {
+		return nil, wire.Err(wire.CodeInvalidRequest)
+	}
+	return h(p.s, ctx, p, req.Params)
+}
+
+// Event implements rpc.Handler. Provider events arrive here; a client has
+// none to send, and events before hello are ignored.
+func (p *peer) Event(ev *wire.Envelope) {
+	if p.role() != wire.RoleProvider {
+		p.log.Debug("ignored event", "event", ev.Event)
+		return
+	}
+	p.log.Debug("provider event", "event", ev.Event)
+}
+
+func (p *peer) handleHello(params json.RawMessage) (any, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.welcomed {
+		return nil, wire.Err(wire.CodeInvalidRequest)
+	}
+	h, err := wire.ParseHello(params)
+	if err != nil {
+		p.s.refuse("malformed hello", "conn", p.id, "err", err)
+		return nil, wire.Err(wire.CodeProtocolMismatch)
+	}
+	if subtle.ConstantTimeCompare([]byte(h.Token), p.s.token) != 1 {
+		p.s.refuse("wrong or missing token", "conn", p.id, "role", h.Role)
+		return nil, wire.Err(wire.CodePolicyDenied)
+	}
+	if code := p.s.negotiate(h); code != "" {
+		p.s.refuse("negotiation failed", "conn", p.id, "role", h.Role, "code", code)
+		return nil, wire.Err(code)
+	}
+	p.hello = h
+	p.epoch = newEpoch()
+	if h.Role == wire.RoleProvider {
+		if code := p.s.register(p); code != "" {
+			p.hello = nil
+			return nil, wire.Err(code)
+		}
+	}
+	p.welcomed = true
+	p.handshake.Stop()
+	p.log.Info("peer welcomed", "role", h.Role)
+	return &wire.Welcome{Version: wire.Version, ConnectionEpoch: p.epoch, Capabilities: p.s.caps}, nil
+}
+
+// negotiate checks a hello's versions and capabilities against this broker,
+// returning the refusal code or "".
+func (s *Server) negotiate(h *wire.Hello) wire.Code {
+	if !h.OffersVersion(wire.Version) {
+		return wire.CodeProtocolMismatch
+	}
+	if len(wire.Missing(h.RequiredCapabilities, s.caps)) > 0 {
+		return wire.CodeProtocolMismatch
+	}
+	if h.Role == wire.RoleProvider && len(wire.Missing(wire.RequiredProviderCapabilities(), h.Capabilities)) > 0 {
+		return wire.CodeProtocolMismatch
+	}
+	return ""
+}
+
+// register adds a welcomed provider, refusing with QUEUE_FULL at capacity and
+// POLICY_DENIED when another live provider already uses its instance ID.
+func (s *Server) register(p *peer) wire.Code {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.providers) >= s.cfg.MaxProviders {
+		s.refuse("provider limit reached", "conn", p.id, "limit", s.cfg.MaxProviders)
+		return wire.CodeQueueFull
+	}
+	for _, q := range s.providers {
+		if q.hello.Instance.ID == p.hello.Instance.ID {
+			s.refuse("instance ID already registered", "conn", p.id)
+			return wire.CodePolicyDenied
+		}
+	}
+	s.providers = append(s.providers, p)
+	return ""
+}
+
+func (s *Server) unregister(p *peer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.providers, p); i >= 0 {
+		s.providers = slices.Delete(s.providers, i, i+1)
+		p.log.Info("provider gone", "instance", p.hello.Instance.ID)
+	}
+}
+
+func newEpoch() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

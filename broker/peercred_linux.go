@@ -1,0 +1,32 @@
+package broker
+
+import (
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerCred returns the uid and pid of the process at the other end of a Unix
+// socket, read with SO_PEERCRED before any byte is read from it.
+func peerCred(c net.Conn) (uid, pid int, err error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0, 0, fmt.Errorf("not a unix socket: %T", c)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, 0, err
+	}
+	if credErr != nil {
+		return 0, 0, credErr
+	}
+	return int(cred.Uid), int(cred.Pid), nil
+}

@@ -1,0 +1,141 @@
+// Package client connects to the broker as a v1 client: it reads the token
+// from the runtime directory, dials the socket, sends the hello and checks
+// the welcome. `broker call`, `broker status`, `broker mcp` and the tests all
+// use it.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dsh-browser/broker/internal/paths"
+	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/wire"
+)
+
+// Options configure Dial. The zero value dials the default socket.
+type Options struct {
+	RuntimeDir string // default paths.RuntimeDir("")
+	SocketPath string // default paths.Socket("", RuntimeDir)
+	Token      string // default: read RUNTIME/auth-token
+
+	JournalKey           string   // 64 lowercase hex; optional
+	RequiredCapabilities []string // the welcome must offer each of these
+
+	// OnEvent receives broker events; it must not block.
+	OnEvent func(ev *wire.Envelope)
+	// OnRequest answers broker-to-client requests; nil refuses them.
+	OnRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
+}
+
+// Client is an authenticated connection to the broker.
+type Client struct {
+	conn    *rpc.Conn
+	welcome *wire.Welcome
+	opts    Options
+}
+
+// Dial connects, authenticates and negotiates. Errors say what to do: a
+// broker that is not running, a missing token, a refused hello.
+func Dial(ctx context.Context, opts Options) (*Client, error) {
+	runtimeDir := paths.RuntimeDir(opts.RuntimeDir)
+	socket := paths.Socket(opts.SocketPath, runtimeDir)
+	token := opts.Token
+	if token == "" {
+		b, err := os.ReadFile(paths.Token(runtimeDir))
+		if err != nil {
+			return nil, fmt.Errorf("read the broker token: %w (is the broker running? start it with `broker serve`)", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the broker at %s: %w (start it with `broker serve`)", socket, err)
+	}
+	c := &Client{opts: opts}
+	c.conn = rpc.New(nc, handler{c}, rpc.Limits{}, nil)
+	go c.conn.Run()
+
+	hello := wire.Hello{
+		Bootstrap:            wire.Bootstrap,
+		Versions:             []int{wire.Version},
+		Role:                 wire.RoleClient,
+		Token:                token,
+		JournalKey:           opts.JournalKey,
+		RequiredCapabilities: opts.RequiredCapabilities,
+	}
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	raw, err := c.conn.Call(hctx, "hello", hello)
+	if err != nil {
+		c.Close()
+		return nil, helloError(err)
+	}
+	w, err := wire.ParseWelcome(raw)
+	if err != nil || w.Version != wire.Version {
+		c.Close()
+		return nil, fmt.Errorf("the broker sent an invalid welcome: %v", err)
+	}
+	if missing := wire.Missing(opts.RequiredCapabilities, w.Capabilities); len(missing) > 0 {
+		c.Close()
+		return nil, fmt.Errorf("the broker does not offer %s: upgrade the broker", strings.Join(missing, ", "))
+	}
+	c.welcome = w
+	return c, nil
+}
+
+func helloError(err error) error {
+	switch rpc.CodeOf(err) {
+	case wire.CodePolicyDenied:
+		return fmt.Errorf("the broker refused the token (%w): the token file may belong to another broker run", err)
+	case wire.CodeProtocolMismatch:
+		return fmt.Errorf("the broker does not speak this client's protocol (%w): upgrade both together", err)
+	case wire.CodeConnectionLost:
+		return fmt.Errorf("the broker closed the connection (%w): it may be at its connection limit", err)
+	}
+	return fmt.Errorf("hello failed: %w", err)
+}
+
+// Welcome returns the broker's welcome.
+func (c *Client) Welcome() *wire.Welcome { return c.welcome }
+
+// Call sends one request and returns its value. A refusal is a *wire.Error.
+func (c *Client) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if params == nil {
+		params = struct{}{}
+	}
+	return c.conn.Call(ctx, method, params)
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Done is closed when the connection has ended.
+func (c *Client) Done() <-chan struct{} { return c.conn.Closed() }
+
+type handler struct{ c *Client }
+
+func (h handler) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	if h.c.opts.OnRequest == nil {
+		return nil, wire.Err(wire.CodeInvalidRequest)
+	}
+	return h.c.opts.OnRequest(ctx, req.Method, req.Params)
+}
+
+func (h handler) Event(ev *wire.Envelope) {
+	if h.c.opts.OnEvent != nil {
+		h.c.opts.OnEvent(ev)
+	}
+}
+
+// IsCode reports whether err carries the registry code.
+func IsCode(err error, code wire.Code) bool {
+	return errors.Is(err, wire.Err(code))
+}

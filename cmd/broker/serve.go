@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/lmittmann/tint"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-browser/broker/broker"
+	"github.com/dsh-browser/broker/internal/paths"
+)
+
+func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := newFlags("serve", "serve [flags]", stderr)
+	runtimeDir := fs.String("runtime-dir", "", "runtime directory (socket, token); see 'broker help'")
+	socket := fs.String("socket", "", "socket path (default RUNTIME/broker.sock, or $DSH_SOCKET)")
+	stateDir := fs.String("state-dir", "", "state directory (default $DSH_STATE_DIR, $XDG_STATE_HOME/dsh or ~/.local/state/dsh)")
+	access := fs.String("access-mode", broker.AccessRestricted, "restricted: the user approves every claim in the extension; personal: prompt-free HTTP(S) tabs")
+	var allow multiFlag
+	fs.Var(&allow, "allow-origin", "restricted mode: an exact origin (scheme://host[:port]) claims may target; repeatable")
+	maxConns := fs.Int("max-connections", broker.DefaultMaxConnections, "open sockets allowed at once, including unauthenticated ones")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "broker serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(stderr, "broker serve: bad --log-level %q: use debug, info, warn or error\n", *level)
+		return 2
+	}
+	log := newLogger(stderr, lvl)
+
+	rd := paths.RuntimeDir(*runtimeDir)
+	cfg := broker.Config{
+		RuntimeDir:     rd,
+		SocketPath:     paths.Socket(*socket, rd),
+		AccessMode:     *access,
+		AllowOrigins:   allow,
+		MaxConnections: *maxConns,
+		Version:        version(),
+		Logger:         log,
+	}
+	if err := os.MkdirAll(paths.StateDir(*stateDir), 0o700); err != nil {
+		log.Error("cannot create the state directory", "err", err)
+		return 1
+	}
+	listeners, err := activation.Listeners()
+	if err != nil {
+		log.Error("systemd socket activation failed", "err", err)
+		return 1
+	}
+	for _, ln := range listeners {
+		if ln == nil {
+			continue
+		}
+		if ua, ok := ln.Addr().(*net.UnixAddr); ok {
+			cfg.Listener, cfg.SocketPath = ln, ua.Name
+			break
+		}
+	}
+	srv, err := broker.New(cfg)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := srv.Serve(ctx); err != nil {
+		log.Error("broker stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// newLogger writes colour to a terminal, plain text without timestamps to
+// journald (which stamps lines itself) and plain timestamped text elsewhere.
+func newLogger(w io.Writer, lvl slog.Level) *slog.Logger {
+	if os.Getenv("JOURNAL_STREAM") != "" {
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+			Level: lvl,
+			ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey && len(groups) == 0 {
+					return slog.Attr{}
+				}
+				return a
+			},
+		}))
+	}
+	return slog.New(tint.NewHandler(w, &tint.Options{Level: lvl, NoColor: !isTerminal(w)}))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

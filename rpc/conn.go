@@ -1,0 +1,445 @@
+// Package rpc runs one v1 peer connection: it reads and writes framed
+// envelopes, dispatches incoming requests to a [Handler], matches responses to
+// outgoing calls, and enforces the per-connection rules of the protocol.
+//
+// # Rules
+//
+//   - Every accepted incoming transport ID is remembered for the connection's
+//     life. A reused ID closes the connection without dispatching; reaching
+//     [Limits.MaxSeenIDs] closes it rather than forgetting an ID.
+//   - At most [Limits.MaxInFlight] requests run per direction. Excess incoming
+//     requests are answered QUEUE_FULL at once; excess outgoing calls fail
+//     locally with QUEUE_FULL.
+//   - A cancel envelope aborts the named request's handler, which is then
+//     answered CANCELLED. Replies with no pending caller are ignored.
+//   - A malformed frame or envelope closes the connection; pending callers get
+//     CONNECTION_LOST.
+//   - Output is queued to one writer. An envelope that would take the queue
+//     past [Limits.MaxBuffered] bytes is not queued: a call fails with
+//     QUEUE_FULL, and a response or event closes the connection, because a
+//     peer that stopped reading cannot be answered truthfully any more.
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/dsh-browser/broker/frames"
+	"github.com/dsh-browser/broker/wire"
+)
+
+// Limits are the per-connection budgets. The zero value of a field means the
+// protocol's default.
+type Limits struct {
+	MaxInFlight int // per direction; default 32
+	MaxSeenIDs  int // remembered incoming transport IDs; default 10,000
+	MaxBuffered int // queued output bytes; default 2 MiB
+}
+
+// Protocol defaults.
+const (
+	DefaultMaxInFlight = 32
+	DefaultMaxSeenIDs  = 10_000
+	DefaultMaxBuffered = 2 << 20
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxInFlight == 0 {
+		l.MaxInFlight = DefaultMaxInFlight
+	}
+	if l.MaxSeenIDs == 0 {
+		l.MaxSeenIDs = DefaultMaxSeenIDs
+	}
+	if l.MaxBuffered == 0 {
+		l.MaxBuffered = DefaultMaxBuffered
+	}
+	return l
+}
+
+// Handler serves incoming requests and events.
+type Handler interface {
+	// Handle runs one request and returns its value (nil for void) or an
+	// error; a *wire.Error chooses the code, anything else is INTERNAL_ERROR.
+	// ctx is cancelled when the peer cancels the request or the connection
+	// closes. Handle runs on its own goroutine.
+	Handle(ctx context.Context, req *Request) (any, error)
+	// Event receives an incoming event. It runs on the reader goroutine and
+	// must not block.
+	Event(ev *wire.Envelope)
+}
+
+// Request is one incoming request.
+type Request struct {
+	ID     string
+	Method string
+	Params json.RawMessage
+}
+
+// Errors reported by the connection.
+var (
+	// ErrClosed is returned by calls on a closed connection.
+	ErrClosed = errors.New("rpc: connection closed")
+	// ErrReusedID means the peer reused a transport ID.
+	ErrReusedID = errors.New("rpc: peer reused a transport ID")
+	// ErrTooManyIDs means the peer exhausted the connection's transport IDs.
+	ErrTooManyIDs = errors.New("rpc: peer exhausted the connection's transport IDs")
+	// ErrSlowConsumer means the peer stopped reading and output backed up.
+	ErrSlowConsumer = errors.New("rpc: peer is not reading; output buffer full")
+)
+
+// Conn is one peer connection. Create it with [New], then call [Conn.Run].
+type Conn struct {
+	rw      io.ReadWriteCloser
+	handler Handler
+	limits  Limits
+	log     *slog.Logger
+
+	out      chan []byte   // frames for the writer; never closed
+	closed   chan struct{} // closed once by close
+	done     chan struct{} // closed when Run returns
+	closeErr error
+
+	mu       sync.Mutex
+	buffered int                            // bytes queued in out, not yet written
+	seen     map[string]struct{}            // incoming transport IDs ever accepted
+	incoming map[string]context.CancelFunc  // running handlers by ID
+	pending  map[string]chan *wire.Envelope // outgoing calls by ID
+	nextID   uint64
+	handlers sync.WaitGroup
+}
+
+// New returns a connection over rw. log may be nil.
+func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Conn {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Conn{
+		rw:       rw,
+		handler:  h,
+		limits:   limits.withDefaults(),
+		log:      log,
+		out:      make(chan []byte, 256),
+		closed:   make(chan struct{}),
+		done:     make(chan struct{}),
+		seen:     make(map[string]struct{}),
+		incoming: make(map[string]context.CancelFunc),
+		pending:  make(map[string]chan *wire.Envelope),
+	}
+}
+
+// Run reads and dispatches until the connection closes, then waits for the
+// running handlers to return. It returns the reason the connection ended;
+// io.EOF means the peer closed cleanly.
+func (c *Conn) Run() error {
+	defer close(c.done)
+	go c.writeLoop()
+	err := c.readLoop()
+	c.close(err)
+	c.handlers.Wait()
+	return c.Err()
+}
+
+// Done is closed when Run has returned.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Closed is closed as soon as the connection starts closing.
+func (c *Conn) Closed() <-chan struct{} { return c.closed }
+
+// Err returns why the connection closed, or nil while it is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeErr
+}
+
+// Close closes the connection. Pending callers get CONNECTION_LOST and
+// running handlers are cancelled.
+func (c *Conn) Close() error {
+	c.close(ErrClosed)
+	return nil
+}
+
+func (c *Conn) close(reason error) {
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		c.mu.Unlock()
+		return
+	default:
+	}
+	c.closeErr = reason
+	close(c.closed)
+	for _, cancel := range c.incoming {
+		cancel()
+	}
+	pending := c.pending
+	c.pending = make(map[string]chan *wire.Envelope)
+	c.mu.Unlock()
+
+	c.rw.Close()
+	for _, ch := range pending {
+		close(ch) // the caller sees CONNECTION_LOST
+	}
+}
+
+func (c *Conn) readLoop() error {
+	fr := frames.NewReader(c.rw)
+	for {
+		payload, err := fr.Read()
+		if err != nil {
+			return err
+		}
+		env, err := wire.ParseEnvelope(payload)
+		if err != nil {
+			c.log.Warn("closing peer: malformed envelope", "err", err)
+			return err
+		}
+		if err := c.dispatch(env); err != nil {
+			c.log.Warn("closing peer", "err", err)
+			return err
+		}
+	}
+}
+
+func (c *Conn) dispatch(env *wire.Envelope) error {
+	switch env.Type {
+	case wire.TypeRequest:
+		return c.accept(env)
+	case wire.TypeResponse:
+		c.mu.Lock()
+		ch, ok := c.pending[env.ID]
+		delete(c.pending, env.ID)
+		c.mu.Unlock()
+		if ok {
+			ch <- env // buffered; the only send
+		}
+		return nil // a late reply with no pending caller is ignored
+	case wire.TypeCancel:
+		c.mu.Lock()
+		cancel, ok := c.incoming[env.ID]
+		c.mu.Unlock()
+		if ok {
+			cancel()
+		}
+		return nil
+	case wire.TypeEvent:
+		c.handler.Event(env)
+		return nil
+	}
+	return fmt.Errorf("rpc: unexpected envelope type %q", env.Type)
+}
+
+// accept registers an incoming request and starts its handler.
+func (c *Conn) accept(env *wire.Envelope) error {
+	c.mu.Lock()
+	if _, dup := c.seen[env.ID]; dup {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrReusedID, env.ID)
+	}
+	if len(c.seen) >= c.limits.MaxSeenIDs {
+		c.mu.Unlock()
+		return ErrTooManyIDs
+	}
+	c.seen[env.ID] = struct{}{}
+	if len(c.incoming) >= c.limits.MaxInFlight {
+		c.mu.Unlock()
+		return c.sendReply(wire.Failure(env.ID, wire.CodeQueueFull))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.incoming[env.ID] = cancel
+	c.handlers.Add(1)
+	c.mu.Unlock()
+
+	req := &Request{ID: env.ID, Method: env.Method, Params: env.Params}
+	go c.serve(ctx, cancel, req)
+	return nil
+}
+
+func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Request) {
+	defer c.handlers.Done()
+	value, err := c.handler.Handle(ctx, req)
+	reply := c.replyFor(req.ID, value, err)
+
+	// Remove the ID from the in-flight set before answering, so a peer that
+	// sends its next request as soon as it reads this reply is not refused.
+	c.mu.Lock()
+	delete(c.incoming, req.ID)
+	c.mu.Unlock()
+	cancel()
+	if err := c.sendReply(reply); err != nil {
+		c.close(err)
+	}
+}
+
+func (c *Conn) replyFor(id string, value any, err error) *wire.Envelope {
+	if err != nil {
+		return wire.Failure(id, CodeOf(err))
+	}
+	data, merr := json.Marshal(value)
+	if merr != nil {
+		c.log.Error("handler returned an unencodable value", "id", id, "err", merr)
+		return wire.Failure(id, wire.CodeInternalError)
+	}
+	return wire.Success(id, data)
+}
+
+// CodeOf maps an error to the registry code it is answered with.
+func CodeOf(err error) wire.Code {
+	if we, ok := errors.AsType[*wire.Error](err); ok {
+		return we.Code
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return wire.CodeCancelled
+	case errors.Is(err, context.DeadlineExceeded):
+		return wire.CodeDeadlineExceeded
+	}
+	return wire.CodeInternalError
+}
+
+// sendReply queues a response or event. A reply too large for one frame is
+// replaced by QUEUE_FULL; a backed-up peer closes the connection.
+func (c *Conn) sendReply(env *wire.Envelope) error {
+	data, err := wire.Encode(env)
+	if err == nil && len(data) > frames.MaxPayload && env.Type == wire.TypeResponse {
+		c.log.Warn("response exceeds the frame limit", "id", env.ID, "bytes", len(data))
+		data, err = wire.Encode(wire.Failure(env.ID, wire.CodeQueueFull))
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.enqueue(data); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// Notify sends an event to the peer.
+func (c *Conn) Notify(event string, value any) error {
+	data, err := json.Marshal(value)
+	if err != nil {
+		return err
+	}
+	if err := c.sendReply(wire.Event(event, data)); err != nil {
+		c.close(err)
+		return err
+	}
+	return nil
+}
+
+// enqueue hands one encoded envelope to the writer, enforcing the output
+// budget.
+func (c *Conn) enqueue(data []byte) error {
+	if len(data) > frames.MaxPayload {
+		return &frames.TooLargeError{Length: uint64(len(data))}
+	}
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		c.mu.Unlock()
+		return ErrClosed
+	default:
+	}
+	if c.buffered+len(data) > c.limits.MaxBuffered {
+		c.mu.Unlock()
+		return ErrSlowConsumer
+	}
+	c.buffered += len(data)
+	c.mu.Unlock()
+	select {
+	case c.out <- data:
+		return nil
+	case <-c.closed:
+		return ErrClosed
+	}
+}
+
+func (c *Conn) writeLoop() {
+	buf := make([]byte, 0, 64<<10)
+	for {
+		select {
+		case data := <-c.out:
+			buf, _ = frames.Append(buf[:0], data)
+			_, err := c.rw.Write(buf)
+			c.mu.Lock()
+			c.buffered -= len(data)
+			c.mu.Unlock()
+			if err != nil {
+				c.close(err)
+				return
+			}
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+// Call sends a request and waits for its response. It returns the success
+// value, or a *wire.Error carrying the response's code. If ctx ends first, a
+// cancel is sent and the late reply will be ignored.
+func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	data, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *wire.Envelope, 1)
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		c.mu.Unlock()
+		return nil, wire.Err(wire.CodeConnectionLost)
+	default:
+	}
+	if len(c.pending) >= c.limits.MaxInFlight {
+		c.mu.Unlock()
+		return nil, wire.Err(wire.CodeQueueFull)
+	}
+	c.nextID++
+	id := strconv.FormatUint(c.nextID, 10)
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	forget := func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}
+	req, err := wire.Encode(wire.Request(id, method, data))
+	if err != nil {
+		forget()
+		return nil, err
+	}
+	if err := c.enqueue(req); err != nil {
+		forget()
+		if errors.Is(err, ErrClosed) {
+			return nil, wire.Err(wire.CodeConnectionLost)
+		}
+		return nil, wire.Err(wire.CodeQueueFull)
+	}
+
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, wire.Err(wire.CodeConnectionLost)
+		}
+		if !resp.OK {
+			return nil, wire.Err(resp.Code)
+		}
+		return resp.Value, nil
+	case <-ctx.Done():
+		forget()
+		if cancel, err := wire.Encode(wire.Cancel(id)); err == nil {
+			_ = c.enqueue(cancel) // best effort: the peer may already be gone
+		}
+		return nil, ctx.Err()
+	}
+}
