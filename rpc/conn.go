@@ -387,9 +387,12 @@ func (c *Conn) writeLoop() {
 // value, or a *wire.Error carrying the response's code. If ctx ends first, a
 // cancel is sent and the late reply will be ignored.
 func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	data, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
+	data := json.RawMessage("{}")
+	if params != nil {
+		var err error
+		if data, err = json.Marshal(params); err != nil {
+			return nil, err
+		}
 	}
 	ch := make(chan *wire.Envelope, 1)
 	c.mu.Lock()

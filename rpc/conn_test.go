@@ -1,0 +1,358 @@
+package rpc_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-browser/broker/frames"
+	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/wire"
+)
+
+// socketPair returns the two ends of a real Unix stream socket.
+func socketPair(t testing.TB) (net.Conn, net.Conn) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]net.Conn, 2)
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+	}
+	return conns[0], conns[1]
+}
+
+// rawPeer speaks frames directly, to send what a well-behaved Conn never would.
+type rawPeer struct {
+	t  testing.TB
+	c  net.Conn
+	fr *frames.Reader
+}
+
+func newRawPeer(t testing.TB, c net.Conn) *rawPeer {
+	t.Cleanup(func() { c.Close() })
+	return &rawPeer{t: t, c: c, fr: frames.NewReader(c)}
+}
+
+func (p *rawPeer) send(env *wire.Envelope) {
+	p.t.Helper()
+	data, err := wire.Encode(env)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := frames.Write(p.c, data); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *rawPeer) request(id, method string) {
+	p.send(wire.Request(id, method, nil))
+}
+
+// read returns the next envelope, or nil when the connection ended.
+func (p *rawPeer) read() *wire.Envelope {
+	p.t.Helper()
+	p.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	data, err := p.fr.Read()
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, unix.ECONNRESET) {
+			return nil
+		}
+		p.t.Fatalf("read: %v", err)
+	}
+	env, err := wire.ParseEnvelope(data)
+	if err != nil {
+		p.t.Fatalf("peer sent an invalid envelope: %v", err)
+	}
+	return env
+}
+
+// handler answers "echo" with its params, blocks "wait" until released or
+// cancelled, and counts calls.
+type handler struct {
+	calls   atomic.Int64
+	release chan struct{}
+	started chan string
+	events  chan *wire.Envelope
+}
+
+func newHandler() *handler {
+	return &handler{release: make(chan struct{}), started: make(chan string, 100), events: make(chan *wire.Envelope, 100)}
+}
+
+func (h *handler) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	h.calls.Add(1)
+	switch req.Method {
+	case "echo":
+		return req.Params, nil
+	case "wait":
+		h.started <- req.ID
+		select {
+		case <-h.release:
+			return "released", nil
+		case <-ctx.Done():
+			return nil, wire.Err(wire.CodeCancelled)
+		}
+	case "void":
+		return nil, nil
+	}
+	return nil, wire.Err(wire.CodeInvalidRequest)
+}
+
+func (h *handler) Event(ev *wire.Envelope) { h.events <- ev }
+
+// start runs a Conn on one end of a socket pair and returns the other end.
+func start(t testing.TB, h rpc.Handler, limits rpc.Limits) (*rpc.Conn, *rawPeer) {
+	a, b := socketPair(t)
+	c := rpc.New(a, h, limits, nil)
+	go c.Run()
+	t.Cleanup(func() { c.Close(); <-c.Done() })
+	return c, newRawPeer(t, b)
+}
+
+func TestRequestResponse(t *testing.T) {
+	h := newHandler()
+	_, p := start(t, h, rpc.Limits{})
+	p.send(wire.Request("1", "echo", json.RawMessage(`{"a":1}`)))
+	p.request("2", "void")
+	p.request("3", "nope")
+	got := map[string]*wire.Envelope{}
+	for range 3 {
+		env := p.read()
+		got[env.ID] = env
+	}
+	if r := got["1"]; !r.OK || string(r.Value) != `{"a":1}` {
+		t.Errorf("echo: %+v", r)
+	}
+	if r := got["2"]; !r.OK || string(r.Value) != "null" {
+		t.Errorf("void result must be an explicit null: %+v", r)
+	}
+	if r := got["3"]; r.OK || r.Code != wire.CodeInvalidRequest {
+		t.Errorf("unknown method: %+v", r)
+	}
+}
+
+func TestIncomingInFlightLimit(t *testing.T) {
+	h := newHandler()
+	_, p := start(t, h, rpc.Limits{})
+	for i := range rpc.DefaultMaxInFlight {
+		p.request("w"+strconv.Itoa(i), "wait")
+	}
+	for range rpc.DefaultMaxInFlight {
+		<-h.started // all 32 are running at once
+	}
+	p.request("over", "wait")
+	if env := p.read(); env.ID != "over" || env.Code != wire.CodeQueueFull {
+		t.Fatalf("33rd request: got %+v, want QUEUE_FULL", env)
+	}
+	close(h.release)
+	for range rpc.DefaultMaxInFlight {
+		if env := p.read(); !env.OK {
+			t.Fatalf("released request failed: %+v", env)
+		}
+	}
+	if n := h.calls.Load(); n != rpc.DefaultMaxInFlight {
+		t.Errorf("handler ran %d times, want %d (the refused one must not run)", n, rpc.DefaultMaxInFlight)
+	}
+}
+
+func TestOutgoingInFlightLimit(t *testing.T) {
+	c, p := start(t, newHandler(), rpc.Limits{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for range rpc.DefaultMaxInFlight {
+		wg.Go(func() { c.Call(ctx, "never", nil) })
+	}
+	for range rpc.DefaultMaxInFlight {
+		if env := p.read(); env.Type != wire.TypeRequest {
+			t.Fatalf("want a request, got %+v", env)
+		}
+	}
+	_, err := c.Call(ctx, "never", nil)
+	if !errors.Is(err, wire.Err(wire.CodeQueueFull)) {
+		t.Fatalf("33rd call: %v, want QUEUE_FULL", err)
+	}
+	cancel()
+	wg.Wait()
+}
+
+func TestReusedIDClosesWithoutDispatch(t *testing.T) {
+	h := newHandler()
+	c, p := start(t, h, rpc.Limits{})
+	p.request("same", "void")
+	if env := p.read(); !env.OK {
+		t.Fatalf("first: %+v", env)
+	}
+	p.request("same", "void")
+	if env := p.read(); env != nil {
+		t.Fatalf("reused ID was answered: %+v", env)
+	}
+	<-c.Done()
+	if !errors.Is(c.Err(), rpc.ErrReusedID) {
+		t.Errorf("close reason %v, want ErrReusedID", c.Err())
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
+	}
+}
+
+func TestSeenIDCapClosesRatherThanEvicts(t *testing.T) {
+	h := newHandler()
+	c, p := start(t, h, rpc.Limits{})
+	const window = 16 // stay under the in-flight limit
+	for i := 0; i < rpc.DefaultMaxSeenIDs; i += window {
+		for j := i; j < i+window; j++ {
+			p.request("id"+strconv.Itoa(j), "void")
+		}
+		for range window {
+			if env := p.read(); env == nil || !env.OK {
+				t.Fatalf("request within the cap refused: %+v", env)
+			}
+		}
+	}
+	p.request("one-too-many", "void")
+	if env := p.read(); env != nil {
+		t.Fatalf("request past the cap was answered: %+v", env)
+	}
+	<-c.Done()
+	if !errors.Is(c.Err(), rpc.ErrTooManyIDs) {
+		t.Errorf("close reason %v, want ErrTooManyIDs", c.Err())
+	}
+	if n := h.calls.Load(); n != rpc.DefaultMaxSeenIDs {
+		t.Errorf("dispatched %d requests, want exactly %d", n, rpc.DefaultMaxSeenIDs)
+	}
+}
+
+func TestCancelAbortsHandler(t *testing.T) {
+	h := newHandler()
+	_, p := start(t, h, rpc.Limits{})
+	p.request("slow", "wait")
+	<-h.started
+	p.send(wire.Cancel("slow"))
+	if env := p.read(); env.ID != "slow" || env.Code != wire.CodeCancelled {
+		t.Fatalf("got %+v, want CANCELLED", env)
+	}
+	p.send(wire.Cancel("unknown")) // cancelling nothing is harmless
+	p.request("after", "void")
+	if env := p.read(); env.ID != "after" || !env.OK {
+		t.Fatalf("connection unusable after cancel: %+v", env)
+	}
+}
+
+func TestCallCancelSendsCancelAndIgnoresLateReply(t *testing.T) {
+	c, p := start(t, newHandler(), rpc.Limits{})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := c.Call(ctx, "slow", nil); errc <- err }()
+	req := p.read()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("call: %v", err)
+	}
+	if env := p.read(); env.Type != wire.TypeCancel || env.ID != req.ID {
+		t.Fatalf("want a cancel for %s, got %+v", req.ID, env)
+	}
+	p.send(wire.Success(req.ID, json.RawMessage(`"late"`))) // ignored
+	go func() {
+		req := p.read()
+		p.send(wire.Success(req.ID, json.RawMessage(`"fresh"`)))
+	}()
+	v, err := c.Call(context.Background(), "next", nil)
+	if err != nil || string(v) != `"fresh"` {
+		t.Fatalf("call after a late reply: %s, %v", v, err)
+	}
+}
+
+func TestMalformedEnvelopeClosesAndFailsPendingCalls(t *testing.T) {
+	for name, payload := range map[string]string{
+		"not an envelope": `{"type":"request","id":"x"}`,
+		"unknown field":   `{"type":"cancel","id":"x","extra":1}`,
+		"bad frame JSON":  `{"type":`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, p := start(t, newHandler(), rpc.Limits{})
+			errc := make(chan error, 1)
+			go func() { _, err := c.Call(context.Background(), "pending", nil); errc <- err }()
+			p.read()
+			// Written by hand: frames.Write refuses invalid JSON.
+			buf := binary.NativeEndian.AppendUint32(nil, uint32(len(payload)))
+			p.c.Write(append(buf, payload...))
+			if err := <-errc; !errors.Is(err, wire.Err(wire.CodeConnectionLost)) {
+				t.Fatalf("pending call: %v, want CONNECTION_LOST", err)
+			}
+			<-c.Done()
+			if p.read() != nil {
+				t.Fatal("connection still open")
+			}
+		})
+	}
+}
+
+func TestEventsDelivered(t *testing.T) {
+	h := newHandler()
+	_, p := start(t, h, rpc.Limits{})
+	p.send(wire.Event("page.changed", json.RawMessage(`{"n":1}`)))
+	select {
+	case ev := <-h.events:
+		if ev.Event != "page.changed" || string(ev.Value) != `{"n":1}` {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("event not delivered")
+	}
+}
+
+// TestOutputBudget fills the output queue of a connection whose peer never
+// reads. net.Pipe stands in for the socket because it has no kernel buffer:
+// that is the only way to hold output queued deterministically.
+func TestOutputBudget(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	c := rpc.New(a, newHandler(), rpc.Limits{}, nil)
+	go c.Run()
+	defer func() { c.Close(); <-c.Done() }()
+
+	sizes := []int{1_000_000, 1_000_000}
+	sizes = append(sizes, rpc.DefaultMaxBuffered-sizes[0]-sizes[1]) // exactly 2 MiB in all
+	for i, size := range sizes {
+		if err := c.Notify("e", padTo(t, size)); err != nil {
+			t.Fatalf("event %d (%d bytes, total within budget): %v", i, size, err)
+		}
+	}
+	err := c.Notify("e", padTo(t, 64))
+	if !errors.Is(err, rpc.ErrSlowConsumer) {
+		t.Fatalf("event past the budget: %v, want ErrSlowConsumer", err)
+	}
+	<-c.Closed()
+}
+
+// padTo returns a string value whose event envelope encodes to exactly size bytes.
+func padTo(t *testing.T, size int) string {
+	empty, _ := wire.Encode(wire.Event("e", json.RawMessage(`""`)))
+	n := size - len(empty)
+	if n < 0 {
+		t.Fatalf("size %d too small", size)
+	}
+	return strings.Repeat("x", n)
+}
