@@ -505,7 +505,11 @@ func TestSystemdActivationAndReadiness(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	defer cmd.Process.Kill()
 
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return strings.Contains(strings.Join(states, "\n"), "READY=1") })
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(strings.Join(states, "\n"), "READY=1")
+	})
 	c := testenv.Broker{RuntimeDir: runtimeDir}
 	c.Client(t, testenv.ClientOptions())
 	if !strings.Contains(stderr.String(), "activated=true") {
