@@ -15,6 +15,7 @@ type method func(s *Server, ctx context.Context, p *peer, params json.RawMessage
 var clientMethods = map[string]method{
 	"broker.status":     (*Server).status,
 	"browser.instances": (*Server).instances,
+	"browser.tabs":      (*Server).tabs,
 }
 
 // BrowserInstance is one connected browser, as browser.instances reports it.
