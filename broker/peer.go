@@ -123,7 +123,11 @@ func (p *peer) handleHello(params json.RawMessage) (any, error) {
 	}
 	p.welcomed = true
 	p.handshake.Stop()
-	p.log.Info("peer welcomed", "role", h.Role)
+	if h.Role == wire.RoleProvider {
+		p.log.Info("browser connected", "instance", h.Instance.ID, "brand", h.Instance.Brand)
+	} else {
+		p.log.Debug("peer welcomed", "role", h.Role)
+	}
 	return &wire.Welcome{Version: wire.Version, ConnectionEpoch: p.epoch, Capabilities: p.s.caps}, nil
 }
 

@@ -180,7 +180,7 @@ func TestNativeHostRefusesOtherOrigin(t *testing.T) {
 	if !strings.Contains(host.stderr.String(), "not allowed") && !strings.Contains(host.stderr.String(), "allow") {
 		t.Errorf("no clear reason on stderr: %s", host.stderr)
 	}
-	if strings.Contains(b.Stderr.String(), "peer welcomed") {
+	if strings.Contains(b.Stderr.String(), "browser connected") {
 		t.Fatal("a refused origin reached the broker")
 	}
 }
@@ -211,7 +211,7 @@ func TestNativeHostRequiresProviderHelloFirst(t *testing.T) {
 	if code := host.wait(t); code == 0 {
 		t.Fatal("nativehost relayed a client hello")
 	}
-	if strings.Contains(b.Stderr.String(), "peer welcomed") {
+	if strings.Contains(b.Stderr.String(), "browser connected") {
 		t.Fatal("a client hello through nativehost reached the broker")
 	}
 }
