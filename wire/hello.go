@@ -14,9 +14,9 @@ const (
 
 // Handshake constants.
 const (
-	Bootstrap       = 1   // the only bootstrap revision
-	Version         = 1   // the only implemented wire version
-	MaxVersions     = 8   // unique positive integers in an offer
+	Bootstrap       = 1 // the only bootstrap revision
+	Version         = 1 // the only implemented wire version
+	MaxVersions     = 8 // unique positive integers in an offer
 	MaxVersionValue = 65535
 	MaxCapabilities = 64 // unique names in any capability list
 	MaxTokenLength  = 256
@@ -54,6 +54,24 @@ type Welcome struct {
 	Version         int      `json:"version"`
 	ConnectionEpoch string   `json:"connectionEpoch"`
 	Capabilities    []string `json:"capabilities"`
+}
+
+// MarshalJSON encodes the hello. A provider hello always carries its
+// capabilities, even an empty list, because the key is required for that
+// role; the struct tag's omitempty would drop it.
+func (h Hello) MarshalJSON() ([]byte, error) {
+	type plain Hello // the same fields without this method
+	if h.Role != RoleProvider {
+		return json.Marshal(plain(h))
+	}
+	caps := h.Capabilities
+	if caps == nil {
+		caps = []string{}
+	}
+	return json.Marshal(struct {
+		plain
+		Capabilities []string `json:"capabilities"`
+	}{plain(h), caps})
 }
 
 // OffersVersion reports whether the hello offers wire version v.

@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -29,7 +28,7 @@ type object map[string]json.RawMessage
 
 // decodeObject decodes data, which must be a JSON object, into its members.
 func decodeObject(data []byte, field string) (object, error) {
-	data = bytes.TrimSpace(data)
+	data = bytes.Trim(data, " \t\r\n") // JSON whitespace only, not bytes.TrimSpace's Unicode spaces
 	if !isObject(data) {
 		return nil, invalid(field, "must be a JSON object")
 	}
@@ -137,23 +136,105 @@ func boundedString(raw json.RawMessage, field string, min, max int) (string, err
 }
 
 // integer decodes a JSON number that is mathematically an integer within
-// [min, max]. Like JSON Schema, 1.0 and 1e0 count as the integer 1.
+// [min, max]. Like JSON Schema, 1.0 and 1e0 count as the integer 1. The test
+// is exact on the decimal text, not on a float64 rounding of it: 1.0000000000000001
+// is not an integer.
 func integer(raw json.RawMessage, field string, min, max int) (int, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+	n, ok := exactInteger(raw)
+	if !ok {
 		return 0, invalid(field, "must be an integer")
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil && !math.IsInf(f, 0) {
-		return 0, invalid(field, "must be an integer")
-	}
-	if f != math.Trunc(f) {
-		return 0, invalid(field, "must be an integer")
-	}
-	if f < float64(min) || f > float64(max) {
+	if n < int64(min) || n > int64(max) {
 		return 0, invalid(field, "must be between "+strconv.Itoa(min)+" and "+strconv.Itoa(max))
 	}
-	return int(f), nil
+	return int(n), nil
+}
+
+// exactInteger reports whether the JSON number s is an integer and returns
+// it, saturated to ±(10^18) when larger. A number whose decimal exponent,
+// less its count of fraction digits, exceeds 10^6 in magnitude is not
+// treated as an integer: math/big (and so the reference JSON Schema
+// validator) refuses such numbers, and they cannot be a valid count anyway.
+func exactInteger(s []byte) (int64, bool) {
+	const saturated = int64(1e18)
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intPart := s[:i]
+	var frac []byte
+	if i < len(s) && s[i] == '.' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		frac, i = s[i+1:j], j
+		if len(frac) == 0 {
+			return 0, false
+		}
+	}
+	var exp int64
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			expNeg = s[i] == '-'
+			i++
+		}
+		if i == len(s) {
+			return 0, false
+		}
+		for ; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return 0, false
+			}
+			if exp < 1e12 {
+				exp = exp*10 + int64(s[i]-'0')
+			}
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	if len(intPart) == 0 || i != len(s) {
+		return 0, false
+	}
+	digits := bytes.TrimLeft(append(append([]byte(nil), intPart...), frac...), "0")
+	if len(digits) == 0 {
+		return 0, true
+	}
+	exp -= int64(len(frac))
+	if exp > 1e6 || exp < -1e6 {
+		return 0, false
+	}
+	trimmed := bytes.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	digits = trimmed
+	if exp < 0 {
+		return 0, false // a nonzero fraction remains
+	}
+	if int64(len(digits))+exp > 18 {
+		if neg {
+			return -saturated, true
+		}
+		return saturated, true
+	}
+	var n int64
+	for _, d := range digits {
+		n = n*10 + int64(d-'0')
+	}
+	for ; exp > 0; exp-- {
+		n *= 10
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // array decodes a JSON array of at most max items.
