@@ -52,6 +52,13 @@ var wantTabs = func() json.RawMessage {
 	return b
 }()
 
+// limits are the limits of every connection that receives requests. The
+// protocol closes a connection after 10,000 incoming transport IDs (it
+// remembers each one and never evicts), and a benchmark makes more calls
+// than that on one connection, so the cap is lifted. The seen-ID set still
+// grows with every request, as it does in production.
+var limits = rpc.Limits{MaxSeenIDs: 1 << 30}
+
 // tabsParams are the client's browser.tabs params on the broker path.
 var tabsParams = map[string]string{"sessionId": "s", "instanceId": instanceID}
 
@@ -99,7 +106,7 @@ func mustBrokerPath(tb testing.TB) roundTrip {
 	tb.Helper()
 	dir := mustShortDir(tb)
 	socket := filepath.Join(dir, paths.SocketName)
-	srv, err := broker.New(broker.Config{RuntimeDir: dir, SocketPath: socket})
+	srv, err := broker.New(broker.Config{RuntimeDir: dir, SocketPath: socket, Limits: limits})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -122,7 +129,7 @@ func mustBrokerPath(tb testing.TB) roundTrip {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	prov := mustRun(tb, nc, provider{})
+	prov := mustRun(tb, nc, provider{}, limits)
 	hctx, hcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer hcancel()
 	hello := testenv.ProviderHello(strings.TrimSpace(string(token)), instanceID)
@@ -160,7 +167,7 @@ func mustRelayPath(tb testing.TB) roundTrip {
 	provLn := mustListen(tb, provSocket)
 	wg.Go(func() {
 		serveConns(provLn, func(c net.Conn) func() {
-			conn := rpc.New(c, provider{}, rpc.Limits{}, nil)
+			conn := rpc.New(c, provider{}, limits, nil)
 			go conn.Run()
 			return func() { conn.Close(); <-conn.Done() }
 		})
@@ -190,7 +197,7 @@ func mustRelayPath(tb testing.TB) roundTrip {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	conn := mustRun(tb, nc, refuser{})
+	conn := mustRun(tb, nc, refuser{}, rpc.Limits{}) // as client.Dial
 	return func(ctx context.Context) (json.RawMessage, error) {
 		return conn.Call(ctx, "tabs.list", struct{}{})
 	}
@@ -215,9 +222,9 @@ func serveConns(ln net.Listener, handle func(net.Conn) (stop func())) {
 }
 
 // mustRun starts an rpc.Conn over nc and closes it when tb ends.
-func mustRun(tb testing.TB, nc net.Conn, h rpc.Handler) *rpc.Conn {
+func mustRun(tb testing.TB, nc net.Conn, h rpc.Handler, l rpc.Limits) *rpc.Conn {
 	tb.Helper()
-	conn := rpc.New(nc, h, rpc.Limits{}, nil)
+	conn := rpc.New(nc, h, l, nil)
 	go conn.Run()
 	tb.Cleanup(func() {
 		conn.Close()
