@@ -93,7 +93,7 @@ func nullIfEmpty(v json.RawMessage) json.RawMessage {
 
 // MarshalJSON encodes the envelope in its exact wire shape. It does not
 // validate; use [Encode] for that.
-func (e *Envelope) MarshalJSON() ([]byte, error) {
+func (e Envelope) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"type":`)
 	writeString(&b, e.Type)
