@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"github.com/dsh-browser/broker/browser"
 	"os"
 	"time"
 
@@ -11,11 +12,23 @@ import (
 
 type method func(s *Server, ctx context.Context, p *peer, params json.RawMessage) (any, error)
 
+// runtimeMethod adapts a browser.Runtime method to the dispatch table.
+func runtimeMethod(f func(*browser.Runtime, context.Context, browser.Client, json.RawMessage) (any, error)) method {
+	return func(s *Server, ctx context.Context, p *peer, params json.RawMessage) (any, error) {
+		return f(s.rt, ctx, p, params)
+	}
+}
+
 // clientMethods is every method a welcomed client may call, kept sorted.
 var clientMethods = map[string]method{
-	"broker.status":     (*Server).status,
-	"browser.instances": (*Server).instances,
-	"browser.tabs":      (*Server).tabs,
+	"broker.status":          (*Server).status,
+	"browser.act":            runtimeMethod((*browser.Runtime).Act),
+	"browser.claim":          runtimeMethod((*browser.Runtime).Claim),
+	"browser.instances":      (*Server).instances,
+	"browser.observe":        runtimeMethod((*browser.Runtime).Observe),
+	"browser.release":        runtimeMethod((*browser.Runtime).Release),
+	"browser.releaseSession": runtimeMethod((*browser.Runtime).ReleaseSession),
+	"browser.tabs":           runtimeMethod((*browser.Runtime).Tabs),
 }
 
 // BrowserInstance is one connected browser, as browser.instances reports it.
@@ -82,6 +95,7 @@ type Status struct {
 	Connections  int               `json:"connections"`
 	Capabilities []string          `json:"capabilities"`
 	Instances    []BrowserInstance `json:"instances"`
+	Leases       []StatusLease     `json:"leases"`
 	AllowOrigins []string          `json:"allowOrigins,omitempty"`
 	MaxSockets   int               `json:"maxSockets"`
 	MaxProviders int               `json:"maxProviders"`
@@ -99,8 +113,27 @@ func (s *Server) status(_ context.Context, _ *peer, params json.RawMessage) (any
 		Connections:  int(s.sockets.Load()),
 		Capabilities: s.caps,
 		Instances:    s.instanceList(),
+		Leases:       s.leaseList(),
 		AllowOrigins: s.cfg.AllowOrigins,
 		MaxSockets:   s.cfg.MaxConnections,
 		MaxProviders: s.cfg.MaxProviders,
 	}, nil
+}
+
+// StatusLease is one live lease as broker.status reports it (no token).
+type StatusLease struct {
+	ID        string    `json:"id"`
+	Tab       string    `json:"tab"`
+	Origin    string    `json:"origin"`
+	Scope     string    `json:"scope"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+func (s *Server) leaseList() []StatusLease {
+	live := s.rt.Leases()
+	out := make([]StatusLease, 0, len(live))
+	for _, l := range live {
+		out = append(out, StatusLease{ID: l.ID, Tab: l.Tab, Origin: l.Origin, Scope: l.Scope, ExpiresAt: l.Expires.UTC().Truncate(time.Second)})
+	}
+	return out
 }

@@ -2,10 +2,15 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
+
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/dsh-browser/broker/browser"
 	"log/slog"
 	"net"
 	"slices"
@@ -19,10 +24,12 @@ import (
 // peer is one connection: unauthenticated until its hello succeeds, then a
 // client or a provider.
 type peer struct {
-	s    *Server
-	conn *rpc.Conn
-	id   uint64
-	log  *slog.Logger
+	s     *Server
+	conn  *rpc.Conn
+	id    uint64
+	pid   int
+	log   *slog.Logger
+	label string // who the client is, shown to the user when it claims a tab
 
 	handshake *time.Timer // closes the peer if no hello succeeds in time
 
@@ -32,8 +39,8 @@ type peer struct {
 	epoch    string
 }
 
-func newPeer(s *Server, c net.Conn, id uint64, log *slog.Logger) *peer {
-	p := &peer{s: s, id: id, log: log}
+func newPeer(s *Server, c net.Conn, id uint64, pid int, log *slog.Logger) *peer {
+	p := &peer{s: s, id: id, pid: pid, log: log, label: processLabel(pid)}
 	p.conn = rpc.New(c, p, s.cfg.Limits, log)
 	return p
 }
@@ -51,6 +58,12 @@ func (p *peer) run() {
 	err := p.conn.Run()
 	p.handshake.Stop()
 	p.s.unregister(p)
+	switch p.role() {
+	case wire.RoleProvider:
+		p.s.rt.ProviderGone(p.hello.Instance.ID)
+	case wire.RoleClient:
+		p.s.rt.ClientGone(p.id)
+	}
 	p.log.Debug("connection closed", "err", err)
 }
 
@@ -91,7 +104,62 @@ func (p *peer) Event(ev *wire.Envelope) {
 		p.log.Debug("ignored event", "event", ev.Event)
 		return
 	}
-	p.log.Debug("provider event", "event", ev.Event)
+	p.s.rt.ProviderEvent(p.hello.Instance.ID, ev)
+}
+
+// ConnID, Label and Notify make a client peer a browser.Client.
+func (p *peer) ConnID() uint64 { return p.id }
+func (p *peer) Label() string  { return p.label }
+func (p *peer) Notify(event string, value any) error {
+	return p.conn.Notify(event, value)
+}
+
+// InstanceID and Call make a provider peer a browser.Provider.
+func (p *peer) InstanceID() string { return p.hello.Instance.ID }
+func (p *peer) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return p.conn.Call(ctx, method, params)
+}
+
+// processLabel names a local process for the user: its command name and pid.
+func processLabel(pid int) string {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	name := strings.TrimSpace(string(comm))
+	if err != nil || name == "" {
+		name = "unknown program"
+	}
+	return fmt.Sprintf("%s (pid %d)", name, pid)
+}
+
+// providerFor returns the live provider of an instance, as a browser.Provider.
+func (s *Server) providerFor(instanceID string) browser.Provider {
+	if p := s.provider(instanceID); p != nil {
+		return p
+	}
+	return nil
+}
+
+// clientFor returns the live client connection with this ID.
+func (s *Server) clientFor(conn uint64) browser.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range s.peers {
+		if p.id == conn && p.role() == wire.RoleClient {
+			return p
+		}
+	}
+	return nil
+}
+
+// provider returns the registered provider for an instance ID.
+func (s *Server) provider(instanceID string) *peer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.providers {
+		if p.hello.Instance.ID == instanceID {
+			return p
+		}
+	}
+	return nil
 }
 
 func (p *peer) handleHello(params json.RawMessage) (any, error) {

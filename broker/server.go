@@ -26,6 +26,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
@@ -98,6 +99,7 @@ func (cfg *Config) validate() error {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
+	rt      *browser.Runtime
 	token   []byte
 	caps    []string
 	started time.Time
@@ -128,14 +130,22 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AccessMode == AccessPersonal {
 		caps = append(caps, wire.CapPersonalMode)
 	}
-	return &Server{
+	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		token:   token,
 		caps:    caps,
 		started: time.Now(),
 		peers:   make(map[*peer]struct{}),
-	}, nil
+	}
+	s.rt = browser.New(browser.Config{
+		Personal:     cfg.AccessMode == AccessPersonal,
+		AllowOrigins: cfg.AllowOrigins,
+		Provider:     s.providerFor,
+		Client:       s.clientFor,
+		Logger:       cfg.Logger,
+	})
+	return s, nil
 }
 
 // Serve accepts connections until ctx is cancelled, then shuts down: it
@@ -220,7 +230,7 @@ func (s *Server) admit(c net.Conn) {
 	}
 	id := s.nextID.Add(1)
 	log := s.log.With("conn", id, "pid", pid)
-	p := newPeer(s, c, id, log)
+	p := newPeer(s, c, id, pid, log)
 	s.mu.Lock()
 	s.peers[p] = struct{}{}
 	s.mu.Unlock()

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-browser/broker/broker"
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/internal/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -42,7 +42,7 @@ func TestTabsRoutedToProvider(t *testing.T) {
 	if req.Type != wire.TypeRequest || req.Method != "tabs.list" || string(req.Params) != "{}" {
 		t.Fatalf("provider got %+v, want tabs.list {}", req)
 	}
-	tabs := []broker.TabSummary{
+	tabs := []browser.TabSummary{
 		{ID: "inst:1", InstanceID: "inst", URL: "https://allowed.test/page", Title: "Allowed"},
 		{ID: "inst:2", InstanceID: "inst", URL: "https://other.test/", Title: "Not allowlisted"},
 		{ID: "inst:3", InstanceID: "inst", URL: "chrome://settings", Title: "Never claimable"},
@@ -56,7 +56,7 @@ func TestTabsRoutedToProvider(t *testing.T) {
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	var got []broker.TabSummary
+	var got []browser.TabSummary
 	json.Unmarshal(res.raw, &got)
 	if len(got) != 1 || got[0].ID != "inst:1" {
 		t.Fatalf("got %+v, want only the allowlisted HTTP(S) tab", got)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/broker"
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/internal/testenv"
@@ -28,10 +29,10 @@ const instanceID = "inst"
 
 // tabs is the provider's answer to tabs.list: five HTTPS tabs of instanceID,
 // all of which survive the broker's filter.
-var tabs = func() []broker.TabSummary {
-	out := make([]broker.TabSummary, 5)
+var tabs = func() []browser.TabSummary {
+	out := make([]browser.TabSummary, 5)
 	for i := range out {
-		out[i] = broker.TabSummary{
+		out[i] = browser.TabSummary{
 			ID:         fmt.Sprintf("%s:%d", instanceID, i+1),
 			InstanceID: instanceID,
 			URL:        fmt.Sprintf("https://site%d.example/path/to/page?q=%d", i+1, i+1),
@@ -290,7 +291,7 @@ func TestRoundTripPaths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []broker.TabSummary
+			var got []browser.TabSummary
 			if err := json.Unmarshal(raw, &got); err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,355 @@
+package browser
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/dsh-browser/broker/lease"
+	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/wire"
+)
+
+// Action limits.
+const (
+	DefaultActionTimeout = 10 * time.Second
+	MaxActionTimeout     = 30 * time.Second
+	MaxActionText        = 10_000
+	MaxExpectedText      = 2_000
+	MaxFences            = 10_000
+)
+
+// NamedKeys are the keys press accepts.
+var NamedKeys = map[string]bool{
+	"Enter": true, "Tab": true, "Escape": true, "Space": true,
+	"ArrowUp": true, "ArrowDown": true, "ArrowLeft": true, "ArrowRight": true,
+	"Home": true, "End": true, "PageUp": true, "PageDown": true, "Backspace": true, "Delete": true,
+}
+
+// Action is one input: click, fill, type, append or press.
+type Action struct {
+	Kind     string    `json:"kind"`
+	Ref      string    `json:"ref"`
+	Text     *string   `json:"text,omitempty"`  // fill, type, append
+	Key      string    `json:"key,omitempty"`   // press
+	Shift    *bool     `json:"shift,omitempty"` // press
+	Expected *Expected `json:"expected,omitempty"`
+}
+
+// Expected is a postcondition checked after the action: the page's text
+// contains Text (whitespace-collapsed).
+type Expected struct {
+	Kind string `json:"kind"` // "text"
+	Text string `json:"text"`
+}
+
+// ActionRequest is the request of browser.act.
+type ActionRequest struct {
+	RequestID     string `json:"requestId"`
+	LeaseID       string `json:"leaseId"`
+	DocumentEpoch string `json:"documentEpoch"`
+	Action        Action `json:"action"`
+	TimeoutMs     *int   `json:"timeoutMs,omitempty"`
+}
+
+// ActionResult is the value of browser.act.
+type ActionResult struct {
+	RequestID     string       `json:"requestId"`
+	Outcome       string       `json:"outcome"`       // succeeded, failed, cancelled, unknown
+	Dispatch      string       `json:"dispatch"`      // notDispatched, dispatched, observed
+	Postcondition string       `json:"postcondition"` // passed, failed, unverified
+	Code          wire.Code    `json:"code,omitempty"`
+	Observation   *Observation `json:"observation,omitempty"`
+}
+
+type actParams struct {
+	SessionID string        `json:"sessionId"`
+	Request   ActionRequest `json:"request"`
+}
+
+func (a *Action) valid() bool {
+	if !bounded(a.Ref, 1, 128) {
+		return false
+	}
+	textOK := a.Text != nil && textLen(*a.Text) <= MaxActionText
+	switch a.Kind {
+	case "click":
+		if a.Text != nil || a.Key != "" || a.Shift != nil {
+			return false
+		}
+	case "fill", "type", "append":
+		if !textOK || a.Key != "" || a.Shift != nil {
+			return false
+		}
+	case "press":
+		if a.Text != nil || !NamedKeys[a.Key] {
+			return false
+		}
+	default:
+		return false
+	}
+	if e := a.Expected; e != nil {
+		if e.Kind != "text" || !bounded(e.Text, 1, MaxExpectedText) || strings.TrimSpace(e.Text) == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// fence remembers an action request ID per owner, so a retry with the same
+// payload returns the first answer and never dispatches twice, and a reuse
+// with another payload is refused.
+type fence struct {
+	hash   [32]byte
+	done   chan struct{}
+	result *ActionResult
+	err    error
+}
+
+type fenceKey struct {
+	owner lease.Owner
+	id    string
+}
+
+// Act performs one action on the leased page with the identity checks of
+// PROVIDER.md, then verifies the optional expectation.
+func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (any, error) {
+	var in actParams
+	if err := decodeParams(params, &in); err != nil {
+		return nil, err
+	}
+	req := in.Request
+	if !bounded(in.SessionID, 1, 256) || !bounded(req.RequestID, 1, 128) || strings.HasPrefix(req.RequestID, "batch:") ||
+		!bounded(req.LeaseID, 1, 256) || !bounded(req.DocumentEpoch, 1, 512) || !req.Action.valid() {
+		return nil, invalid()
+	}
+	timeout := DefaultActionTimeout
+	if req.TimeoutMs != nil {
+		if *req.TimeoutMs < 1 || *req.TimeoutMs > int(MaxActionTimeout/time.Millisecond) {
+			return nil, invalid()
+		}
+		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
+	}
+	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
+	payload, _ := json.Marshal(req) // canonical: fixed field order, no unknown fields
+	f, first, err := r.fence(owner, req.RequestID, sha256.Sum256(payload))
+	if err != nil {
+		return nil, err
+	}
+	if !first {
+		select {
+		case <-f.done:
+			return f.result, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f.result, f.err = r.act(ctx, owner, req, timeout)
+	close(f.done)
+	return f.result, f.err
+}
+
+func (r *Runtime) fence(owner lease.Owner, id string, hash [32]byte) (*fence, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fences == nil {
+		r.fences = make(map[fenceKey]*fence)
+	}
+	k := fenceKey{owner, id}
+	if f, ok := r.fences[k]; ok {
+		if f.hash != hash {
+			return nil, false, wire.Err(wire.CodeRequestIDConflict)
+		}
+		return f, false, nil
+	}
+	if len(r.fences) >= MaxFences {
+		return nil, false, wire.Err(wire.CodeJournalFull)
+	}
+	f := &fence{hash: hash, done: make(chan struct{})}
+	r.fences[k] = f
+	return f, true, nil
+}
+
+func (r *Runtime) act(ctx context.Context, owner lease.Owner, req ActionRequest, timeout time.Duration) (*ActionResult, error) {
+	l, err := r.leases.Get(owner, req.LeaseID)
+	if err != nil {
+		return nil, err
+	}
+	p := r.page(req.LeaseID)
+	if p == nil {
+		return nil, wire.Err(wire.CodeLeaseRevoked)
+	}
+	prov, err := r.provider(l.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res := &ActionResult{RequestID: req.RequestID}
+	notDispatched := func(err error) (*ActionResult, error) {
+		res.Dispatch, res.Postcondition, res.Code = "notDispatched", "unverified", rpc.CodeOf(err)
+		switch res.Code {
+		case wire.CodeCancelled, wire.CodeUserStopped, wire.CodeLeaseRevoked:
+			res.Outcome = "cancelled"
+		default:
+			res.Outcome = "failed"
+		}
+		return res, nil
+	}
+	if !p.acquire(ctx.Done()) {
+		return notDispatched(wire.Err(wire.CodeDeadlineExceeded))
+	}
+	defer p.release()
+
+	t := p.resolve(req.Action.Ref, req.DocumentEpoch)
+	if t == nil {
+		return notDispatched(wire.Err(wire.CodeStaleTarget))
+	}
+	if t.region {
+		return notDispatched(wire.Err(wire.CodeNotActionable))
+	}
+	command := map[string]any{
+		"documentEpoch": req.DocumentEpoch,
+		"target":        map[string]any{"backendNodeId": t.BackendNodeID, "role": t.Role, "name": t.Name},
+	}
+	var method string
+	switch a := req.Action; a.Kind {
+	case "click":
+		x, y, err := r.clickPoint(ctx, prov, l, t)
+		if err != nil {
+			return notDispatched(err)
+		}
+		method, command["x"], command["y"] = "input.click", x, y
+	case "fill", "type", "append":
+		mode := map[string]string{"fill": "replace", "type": "insert", "append": "append"}[a.Kind]
+		method, command["text"], command["mode"] = "input.text", *a.Text, mode
+	case "press":
+		method, command["key"] = "input.key", a.Key
+		if a.Shift != nil && *a.Shift {
+			command["shift"] = true
+		}
+	}
+	if _, err := prov.Call(ctx, method, map[string]any{"lease": l, "request": command}); err != nil {
+		switch rpc.CodeOf(err) {
+		case wire.CodeStaleTarget, wire.CodeNotActionable, wire.CodeLeaseRevoked, wire.CodePolicyDenied, wire.CodeInvalidRequest:
+			return notDispatched(err) // refused before any input (PROVIDER.md)
+		}
+		// The input may or may not have happened: say so, never retry.
+		res.Outcome, res.Dispatch, res.Postcondition, res.Code = "unknown", "dispatched", "unverified", rpc.CodeOf(err)
+		return res, nil
+	}
+	res.Dispatch = "dispatched"
+	r.verify(ctx, l, p, req.Action.Expected, res)
+	return res, nil
+}
+
+// verify observes the page after an action and checks the expectation,
+// re-reading on every page change until the deadline.
+func (r *Runtime) verify(ctx context.Context, l *lease.Lease, p *page, want *Expected, res *ActionResult) {
+	res.Outcome, res.Postcondition = "unknown", "unverified"
+	for {
+		wake := p.changes()
+		obs, err := r.observe(ctx, l, p, nil)
+		if err != nil {
+			if want != nil && ctx.Err() != nil && res.Observation != nil {
+				res.Outcome, res.Postcondition = "failed", "failed"
+			}
+			if res.Observation == nil {
+				res.Code = rpc.CodeOf(err)
+			}
+			return
+		}
+		res.Observation, res.Dispatch = obs, "observed"
+		if want == nil {
+			return
+		}
+		if containsText(obs.Text, want.Text) {
+			res.Outcome, res.Postcondition = "succeeded", "passed"
+			return
+		}
+		select {
+		case <-wake:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			res.Outcome, res.Postcondition = "failed", "failed"
+			return
+		}
+	}
+}
+
+func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func containsText(fragments []string, want string) bool {
+	return strings.Contains(collapse(strings.Join(fragments, " ")), collapse(want))
+}
+
+type quad [8]float64
+
+// clickPoint scrolls the target into view and returns the centre of its
+// first on-screen box once two samples 32 ms apart agree (stable geometry).
+func (r *Runtime) clickPoint(ctx context.Context, prov Provider, l *lease.Lease, t *target) (float64, float64, error) {
+	call := func(method string, params map[string]any) (json.RawMessage, error) {
+		return prov.Call(ctx, "cdp", map[string]any{"lease": l, "method": method, "params": params})
+	}
+	node := map[string]any{"backendNodeId": t.BackendNodeID}
+	if _, err := call("DOM.scrollIntoViewIfNeeded", node); err != nil {
+		return 0, 0, staleIfGone(err)
+	}
+	var prev []quad
+	for {
+		raw, err := call("DOM.getContentQuads", node)
+		if err != nil {
+			return 0, 0, staleIfGone(err)
+		}
+		var q struct {
+			Quads []quad `json:"quads"`
+		}
+		if json.Unmarshal(raw, &q) != nil {
+			return 0, 0, errInternal()
+		}
+		if len(q.Quads) == 0 {
+			return 0, 0, wire.Err(wire.CodeNotActionable) // not rendered
+		}
+		if quadsEqual(prev, q.Quads) {
+			x, y := centre(q.Quads[0])
+			if math.IsNaN(x) || math.IsNaN(y) {
+				return 0, 0, wire.Err(wire.CodeNotActionable)
+			}
+			return x, y, nil
+		}
+		prev = q.Quads
+		select {
+		case <-time.After(32 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, 0, wire.Err(wire.CodeDeadlineExceeded)
+		}
+	}
+}
+
+// staleIfGone maps a provider error on a node lookup: a node that no longer
+// exists is a stale target.
+func staleIfGone(err error) error {
+	if rpc.CodeOf(err) == wire.CodeInternalError {
+		return wire.Err(wire.CodeStaleTarget)
+	}
+	return err
+}
+
+func quadsEqual(a, b []quad) bool {
+	if len(a) != len(b) || a == nil {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func centre(q quad) (float64, float64) {
+	return (q[0] + q[2] + q[4] + q[6]) / 4, (q[1] + q[3] + q[5] + q[7]) / 4
+}

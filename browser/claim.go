@@ -1,0 +1,220 @@
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dsh-browser/broker/lease"
+	"github.com/dsh-browser/broker/wire"
+)
+
+// LeaseResult is the value of browser.claim.
+type LeaseResult struct {
+	ID         string `json:"id"`
+	Owner      string `json:"owner"`
+	Tab        string `json:"tab"`
+	InstanceID string `json:"instanceId"`
+	Token      string `json:"token"`
+	Origin     string `json:"origin"`
+	Scope      string `json:"scope"`
+	ExpiresAt  int64  `json:"expiresAt"`
+}
+
+type claimParams struct {
+	SessionID  string `json:"sessionId"`
+	InstanceID string `json:"instanceId"`
+	Tab        string `json:"tab"`
+}
+
+type grantResult struct {
+	Granted       bool   `json:"granted"`
+	DocumentEpoch string `json:"documentEpoch"`
+	URL           string `json:"url"`
+	Title         string `json:"title"`
+}
+
+func errInternal() error { return wire.Err(wire.CodeInternalError) }
+
+// Claim asks the provider for a lease on a tab. In restricted mode the user
+// approves it in the extension's window and the lease is scoped to the tab's
+// exact origin; in personal mode an HTTP(S) tab is leased without a prompt,
+// scoped to the tab.
+func (r *Runtime) Claim(ctx context.Context, c Client, params json.RawMessage) (any, error) {
+	var in claimParams
+	if err := decodeParams(params, &in); err != nil {
+		return nil, err
+	}
+	if !bounded(in.SessionID, 1, 256) || !bounded(in.InstanceID, 1, 256) || !bounded(in.Tab, 1, 256) {
+		return nil, invalid()
+	}
+	prov, err := r.provider(in.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	tabs, err := r.listTabs(ctx, in.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	var tab *TabSummary
+	for i := range tabs {
+		if tabs[i].ID == in.Tab {
+			tab = &tabs[i]
+		}
+	}
+	if tab == nil {
+		return nil, wire.Err(wire.CodeStaleTarget) // gone, not HTTP(S), or not allowed
+	}
+	origin, _ := httpOrigin(tab.URL)
+	scope, wait := lease.ScopeOrigin, ApprovalTimeout
+	if r.cfg.Personal {
+		scope, wait = lease.ScopeTab, ProviderTimeout
+	}
+
+	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
+	claim, err := r.leases.Reserve(ctx, owner, in.InstanceID, in.Tab, origin, scope)
+	if err != nil {
+		return nil, err
+	}
+	claim.SetExpiry(time.Now().Add(lease.TTL))
+	gctx, cancel := context.WithTimeout(claim.Ctx, wait)
+	defer cancel()
+	raw, err := prov.Call(gctx, "lease.grant", map[string]any{
+		"lease":  claim.Lease,
+		"client": map[string]string{"label": c.Label()},
+	})
+	if err != nil {
+		claim.Abort()
+		if claim.Ctx.Err() != nil && ctx.Err() == nil {
+			return nil, wire.Err(wire.CodeLeaseRevoked) // the session was released meanwhile
+		}
+		return nil, err
+	}
+	var g grantResult
+	if json.Unmarshal(raw, &g) != nil || !g.Granted || g.DocumentEpoch == "" {
+		claim.Abort()
+		r.revokeAtProvider(prov, claim.Lease)
+		r.log.Warn("provider sent a malformed grant", "instance", in.InstanceID)
+		return nil, errInternal()
+	}
+	r.mu.Lock()
+	r.pages[claim.Lease.ID] = newPage(claim.Lease, g.DocumentEpoch)
+	r.mu.Unlock()
+	l, err := claim.Commit()
+	if err != nil {
+		r.dropPage(claim.Lease.ID)
+		r.revokeAtProvider(prov, claim.Lease)
+		return nil, err
+	}
+	r.log.Info("lease granted", "lease", l.ID, "tab", l.Tab, "origin", l.Origin, "scope", l.Scope, "client", c.Label())
+	return &LeaseResult{
+		ID: l.ID, Owner: fmt.Sprintf("[%q,%q]", fmt.Sprint(owner.Conn), owner.Session), Tab: l.Tab,
+		InstanceID: l.InstanceID, Token: l.Token, Origin: l.Origin, Scope: l.Scope, ExpiresAt: l.ExpiresAt,
+	}, nil
+}
+
+// revokeAtProvider tells the provider to drop a lease's gate, in the
+// background: the caller has already stopped using it.
+func (r *Runtime) revokeAtProvider(prov Provider, l *lease.Lease) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if _, err := prov.Call(ctx, "lease.revoke", map[string]any{"lease": l}); err != nil {
+			r.log.Debug("lease.revoke failed", "lease", l.ID, "err", err)
+		}
+	}()
+}
+
+// leaseEnded runs once for every lease that ends: it forgets the page,
+// tells the owner (unless its connection is gone) and the provider (unless
+// the provider ended it or is gone).
+func (r *Runtime) leaseEnded(l *lease.Lease, why lease.Reason) {
+	r.dropPage(l.ID)
+	r.log.Info("lease ended", "lease", l.ID, "tab", l.Tab, "why", why)
+	if why != lease.OwnerGone {
+		if c := r.cfg.Client(l.Owner.Conn); c != nil {
+			c.Notify("browser.lease-revoked", map[string]string{"sessionId": l.Owner.Session, "leaseId": l.ID})
+		}
+	}
+	if why != lease.Revoked && why != lease.ProviderGone {
+		if prov := r.cfg.Provider(l.InstanceID); prov != nil {
+			r.revokeAtProvider(prov, l)
+		}
+	}
+}
+
+type releaseParams struct {
+	SessionID string `json:"sessionId"`
+	LeaseID   string `json:"leaseId"`
+}
+
+// Release ends one of the caller's leases; an unknown lease is a no-op.
+func (r *Runtime) Release(_ context.Context, c Client, params json.RawMessage) (any, error) {
+	var in releaseParams
+	if err := decodeParams(params, &in); err != nil {
+		return nil, err
+	}
+	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) {
+		return nil, invalid()
+	}
+	if err := r.leases.Release(lease.Owner{Conn: c.ConnID(), Session: in.SessionID}, in.LeaseID); err != nil {
+		return nil, err
+	}
+	return map[string]bool{"released": true}, nil
+}
+
+type sessionParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+// ReleaseSession ends the session's leases and cancels its pending claims.
+func (r *Runtime) ReleaseSession(_ context.Context, c Client, params json.RawMessage) (any, error) {
+	var in sessionParams
+	if err := decodeParams(params, &in); err != nil {
+		return nil, err
+	}
+	if !bounded(in.SessionID, 1, 256) {
+		return nil, invalid()
+	}
+	r.leases.ReleaseSession(lease.Owner{Conn: c.ConnID(), Session: in.SessionID}, lease.SessionEnded)
+	return map[string]bool{"released": true}, nil
+}
+
+// ClientGone ends every lease and claim of a closed client connection.
+func (r *Runtime) ClientGone(conn uint64) { r.leases.ReleaseConn(conn) }
+
+// ProviderGone ends every lease on a disconnected browser instance.
+func (r *Runtime) ProviderGone(instanceID string) {
+	r.leases.EndWhere(func(l *lease.Lease) bool { return l.InstanceID == instanceID }, lease.ProviderGone)
+}
+
+// ProviderEvent handles an event from a provider. Events name leases; one
+// naming another instance's lease is ignored.
+func (r *Runtime) ProviderEvent(instanceID string, ev *wire.Envelope) {
+	switch ev.Event {
+	case "lease.revoked":
+		var v struct {
+			LeaseID string `json:"leaseId"`
+		}
+		if json.Unmarshal(ev.Value, &v) != nil {
+			return
+		}
+		r.leases.EndWhere(func(l *lease.Lease) bool { return l.ID == v.LeaseID && l.InstanceID == instanceID }, lease.Revoked)
+	case "page.changed":
+		var v struct {
+			Tab      string `json:"tab"`
+			LeaseID  string `json:"leaseId"`
+			Sequence int64  `json:"sequence"`
+		}
+		if json.Unmarshal(ev.Value, &v) != nil {
+			return
+		}
+		r.mu.Lock()
+		p := r.pages[v.LeaseID]
+		r.mu.Unlock()
+		if p != nil && p.lease.InstanceID == instanceID {
+			p.changed()
+		}
+	}
+}

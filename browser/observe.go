@@ -1,0 +1,297 @@
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/dsh-browser/broker/lease"
+	"github.com/dsh-browser/broker/wire"
+)
+
+// Observation budgets.
+const (
+	MaxControls     = 120
+	MaxRegions      = 24
+	MaxNodeBytes    = 40 << 10
+	MaxTextFragment = 240
+	MaxTextBytes    = 32 << 10
+	MaxNameLength   = 1000 // UTF-16 units; longer names are dropped (truncated)
+	MaxValueLength  = 1000
+)
+
+var controlRoles = map[string]bool{
+	"button": true, "link": true, "textbox": true, "searchbox": true, "combobox": true,
+	"checkbox": true, "radio": true, "tab": true, "menuitem": true, "menuitemcheckbox": true,
+	"menuitemradio": true, "switch": true, "option": true, "slider": true, "spinbutton": true,
+}
+
+var regionRoles = map[string]bool{
+	"region": true, "form": true, "group": true, "dialog": true, "alertdialog": true,
+	"main": true, "navigation": true, "search": true, "complementary": true, "banner": true,
+	"contentinfo": true, "table": true, "list": true, "tabpanel": true,
+}
+
+var checkableRoles = map[string]bool{
+	"checkbox": true, "switch": true, "radio": true, "menuitemcheckbox": true, "menuitemradio": true,
+}
+
+// axRead is a provider's answer to ax.read and ax.find (PROVIDER.md).
+type axRead struct {
+	DocumentEpoch string   `json:"documentEpoch"`
+	URL           string   `json:"url"`
+	Title         string   `json:"title"`
+	Truncated     bool     `json:"truncated"`
+	Nodes         []axNode `json:"nodes"`
+}
+
+type axNode struct {
+	BackendNodeID int64   `json:"backendNodeId"`
+	Role          string  `json:"role"`
+	Name          string  `json:"name"`
+	Value         *string `json:"value"`
+	Ignored       bool    `json:"ignored"`
+	Props         axProps `json:"props"`
+}
+
+type axProps struct {
+	Disabled  bool   `json:"disabled"`
+	Focusable bool   `json:"focusable"`
+	Editable  string `json:"editable"`
+	Checked   string `json:"checked"`
+	Hidden    bool   `json:"hidden"`
+}
+
+// NodeRef is one element of an observation.
+type NodeRef struct {
+	ID       string  `json:"id"`
+	Role     string  `json:"role"`
+	Name     string  `json:"name"`
+	Disabled bool    `json:"disabled"`
+	Checked  any     `json:"checked,omitempty"` // true, false or "mixed"
+	Editable bool    `json:"editable,omitempty"`
+	Value    *string `json:"value,omitempty"`
+	Kind     string  `json:"kind,omitempty"` // "region"
+}
+
+// Scope says what part of the page an observation covers.
+type Scope struct {
+	Kind  string `json:"kind"` // document or query
+	Query *Query `json:"query,omitempty"`
+}
+
+// Query is a literal accessible-name search, optionally by role.
+type Query struct {
+	Name string `json:"name"`
+	Role string `json:"role,omitempty"`
+}
+
+// Observation is the value of browser.observe: a bounded projection of the
+// page's accessibility tree.
+type Observation struct {
+	Format         string    `json:"format"`
+	Cursor         string    `json:"cursor"`
+	ResyncRequired bool      `json:"resyncRequired"`
+	ResyncReason   string    `json:"resyncReason,omitempty"`
+	Tab            string    `json:"tab"`
+	URL            string    `json:"url"`
+	Title          string    `json:"title"`
+	DocumentEpoch  string    `json:"documentEpoch"`
+	Revision       int64     `json:"revision"`
+	Nodes          []NodeRef `json:"nodes"`
+	Text           []string  `json:"text"`
+	Truncated      bool      `json:"truncated"`
+	Scope          Scope     `json:"scope"`
+}
+
+type observeParams struct {
+	SessionID string `json:"sessionId"`
+	LeaseID   string `json:"leaseId"`
+	Cursor    string `json:"cursor,omitempty"`
+	Query     *Query `json:"query,omitempty"`
+}
+
+var queryRole = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+
+// Observe reads the leased page: the whole document within the budgets, or
+// the literal matches of a query. Deltas are not implemented: a cursor is
+// accepted and answered with a full observation (resyncReason
+// cursor-unavailable).
+func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage) (any, error) {
+	var in observeParams
+	if err := decodeParams(params, &in); err != nil {
+		return nil, err
+	}
+	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) || textLen(in.Cursor) > 128 {
+		return nil, invalid()
+	}
+	if q := in.Query; q != nil {
+		if !bounded(q.Name, 1, MaxNameLength) || strings.TrimSpace(q.Name) == "" ||
+			(q.Role != "" && (len(q.Role) > 80 || !queryRole.MatchString(q.Role))) {
+			return nil, invalid()
+		}
+	}
+	l, p, err := r.leased(c, in.SessionID, in.LeaseID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
+	defer cancel()
+	if !p.acquire(ctx.Done()) {
+		return nil, wire.Err(wire.CodeDeadlineExceeded)
+	}
+	defer p.release()
+	obs, err := r.observe(ctx, l, p, in.Query)
+	if err != nil {
+		return nil, err
+	}
+	if in.Cursor != "" {
+		obs.ResyncRequired, obs.ResyncReason = true, "cursor-unavailable"
+	}
+	return obs, nil
+}
+
+// leased returns the caller's live lease and its page.
+func (r *Runtime) leased(c Client, session, leaseID string) (*lease.Lease, *page, error) {
+	l, err := r.leases.Get(lease.Owner{Conn: c.ConnID(), Session: session}, leaseID)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := r.page(leaseID)
+	if p == nil {
+		return nil, nil, wire.Err(wire.CodeLeaseRevoked)
+	}
+	return l, p, nil
+}
+
+// observe reads and projects the page. The caller holds the page's queue.
+func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *Query) (*Observation, error) {
+	prov, err := r.provider(l.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	method, request := "ax.read", map[string]any{}
+	if q != nil {
+		method, request = "ax.find", map[string]any{"name": q.Name}
+		if q.Role != "" {
+			request["role"] = q.Role
+		}
+	}
+	raw, err := prov.Call(ctx, method, map[string]any{"lease": l, "request": request})
+	if err != nil {
+		return nil, err
+	}
+	var read axRead
+	if err := json.Unmarshal(raw, &read); err != nil || read.DocumentEpoch == "" {
+		r.log.Warn("provider sent a malformed AX read", "method", method, "err", err)
+		return nil, errInternal()
+	}
+	if err := r.checkOrigin(l, read.URL); err != nil {
+		return nil, err
+	}
+	obs := &Observation{
+		Format: "full", Cursor: randomCursor(), Tab: l.Tab, URL: read.URL, Title: read.Title,
+		DocumentEpoch: read.DocumentEpoch, Revision: p.observed(read.DocumentEpoch),
+		Nodes: []NodeRef{}, Text: []string{}, Truncated: read.Truncated, Scope: Scope{Kind: "document"},
+	}
+	if q != nil {
+		obs.Scope = Scope{Kind: "query", Query: q}
+	}
+	project(obs, p, read.Nodes, q != nil)
+	return obs, nil
+}
+
+// checkOrigin ends an origin-scoped lease whose tab now shows another
+// origin: its authority was for the origin the user approved.
+func (r *Runtime) checkOrigin(l *lease.Lease, pageURL string) error {
+	origin, ok := httpOrigin(pageURL)
+	if l.Scope == lease.ScopeTab && ok {
+		return nil
+	}
+	if !ok || origin != l.Origin {
+		r.leases.End(l.ID, lease.Revoked)
+		return wire.Err(wire.CodeLeaseRevoked)
+	}
+	return nil
+}
+
+// project turns AX nodes into refs and text within the budgets. For a query
+// every match is a node, whatever its role.
+func project(obs *Observation, p *page, nodes []axNode, query bool) {
+	controls, regions, nodeBytes, textBytes := 0, 0, 0, 0
+	for _, n := range nodes {
+		if n.Ignored || n.Props.Hidden {
+			continue
+		}
+		name := strings.TrimSpace(n.Name)
+		if n.Role == "StaticText" && !query {
+			if name == "" {
+				continue
+			}
+			if len(obs.Text) >= MaxTextFragment || textBytes+len(name) > MaxTextBytes {
+				obs.Truncated = true
+				continue
+			}
+			textBytes += len(name)
+			obs.Text = append(obs.Text, name)
+			continue
+		}
+		editable := n.Props.Editable != ""
+		region := regionRoles[n.Role]
+		switch {
+		case query:
+		case controlRoles[n.Role] || (n.Props.Focusable && editable):
+			if controls >= MaxControls {
+				obs.Truncated = true
+				continue
+			}
+		case region && name != "":
+			if regions >= MaxRegions {
+				obs.Truncated = true
+				continue
+			}
+		default:
+			continue
+		}
+		if textLen(n.Name) > MaxNameLength || n.BackendNodeID <= 0 {
+			obs.Truncated = true
+			continue
+		}
+		ref := NodeRef{Role: n.Role, Name: n.Name, Disabled: n.Props.Disabled, Editable: editable}
+		if checkableRoles[n.Role] {
+			switch n.Props.Checked {
+			case "true":
+				ref.Checked = true
+			case "mixed":
+				ref.Checked = "mixed"
+			default:
+				ref.Checked = false
+			}
+		}
+		if n.Value != nil && textLen(*n.Value) <= MaxValueLength && !region {
+			ref.Value = n.Value
+		}
+		if region && !controlRoles[n.Role] {
+			ref.Kind = "region"
+		}
+		size := len(n.Name) + 64
+		if ref.Value != nil {
+			size += len(*ref.Value)
+		}
+		if nodeBytes+size > MaxNodeBytes {
+			obs.Truncated = true
+			continue
+		}
+		nodeBytes += size
+		ref.ID = p.ref(target{BackendNodeID: n.BackendNodeID, Role: n.Role, Name: n.Name, editable: editable, region: ref.Kind == "region"})
+		if ref.Kind == "region" {
+			regions++
+		} else {
+			controls++
+		}
+		obs.Nodes = append(obs.Nodes, ref)
+	}
+}
+
+func randomCursor() string { return "c" + randomHex(8) }

@@ -1,0 +1,140 @@
+package browser
+
+import (
+	"sync"
+
+	"github.com/dsh-browser/broker/lease"
+)
+
+// MaxRefs bounds the refs remembered per lease.
+const MaxRefs = 2048
+
+// target is what a ref stands for: one element of one document, with the
+// identity it had when observed.
+type target struct {
+	BackendNodeID int64  `json:"backendNodeId"`
+	Role          string `json:"role"`
+	Name          string `json:"name"`
+	editable      bool
+	region        bool
+	epoch         string
+}
+
+type targetKey struct {
+	epoch    string
+	backend  int64
+	role     string
+	name     string
+	editable bool
+}
+
+// page is the broker's view of one leased tab: its document epoch, the refs
+// it handed out, and a serial queue for work on the tab.
+type page struct {
+	lease *lease.Lease
+	queue chan struct{} // one slot: observations and actions on a tab never interleave
+
+	mu       sync.Mutex
+	epoch    string
+	revision int64
+	refs     map[string]*target
+	byKey    map[targetKey]string
+	wake     chan struct{} // closed and replaced when the provider reports a change
+}
+
+func newPage(l *lease.Lease, epoch string) *page {
+	return &page{
+		lease: l,
+		queue: make(chan struct{}, 1),
+		epoch: epoch,
+		refs:  make(map[string]*target),
+		byKey: make(map[targetKey]string),
+		wake:  make(chan struct{}),
+	}
+}
+
+func (r *Runtime) page(leaseID string) *page {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pages[leaseID]
+}
+
+func (r *Runtime) dropPage(leaseID string) {
+	r.mu.Lock()
+	delete(r.pages, leaseID)
+	r.mu.Unlock()
+}
+
+// changed wakes everyone waiting for the page to change.
+func (p *page) changed() {
+	p.mu.Lock()
+	close(p.wake)
+	p.wake = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// changes returns a channel closed at the next reported change.
+func (p *page) changes() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wake
+}
+
+// observed records a new read of the page: a new epoch forgets every ref.
+// It returns the new revision.
+func (p *page) observed(epoch string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if epoch != p.epoch {
+		p.epoch = epoch
+		clear(p.refs)
+		clear(p.byKey)
+	}
+	p.revision++
+	return p.revision
+}
+
+// ref returns the ref for an element, minting one if this identity was not
+// seen before in this document. Refs beyond MaxRefs reset the cache: old
+// refs then fail STALE_TARGET and the client observes again.
+func (p *page) ref(t target) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.epoch = p.epoch
+	k := targetKey{t.epoch, t.BackendNodeID, t.Role, t.Name, t.editable}
+	if id, ok := p.byKey[k]; ok {
+		return id
+	}
+	if len(p.refs) >= MaxRefs {
+		clear(p.refs)
+		clear(p.byKey)
+	}
+	id := "r" + randomHex(8)
+	p.refs[id] = &t
+	p.byKey[k] = id
+	return id
+}
+
+// resolve returns the target of a ref observed in epoch, or nil when the
+// ref is unknown, from another document, or the page has moved on.
+func (p *page) resolve(ref, epoch string) *target {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.refs[ref]
+	if !ok || t.epoch != epoch || p.epoch != epoch {
+		return nil
+	}
+	return t
+}
+
+// acquire takes the tab's queue slot, or fails when ctx ends first.
+func (p *page) acquire(done <-chan struct{}) bool {
+	select {
+	case p.queue <- struct{}{}:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+func (p *page) release() { <-p.queue }

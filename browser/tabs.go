@@ -1,0 +1,63 @@
+package browser
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// TabSummary is one tab as browser.tabs reports it.
+type TabSummary struct {
+	ID         string `json:"id"`
+	InstanceID string `json:"instanceId"`
+	URL        string `json:"url"`
+	Title      string `json:"title"`
+}
+
+type tabsParams struct {
+	SessionID  string `json:"sessionId"`
+	InstanceID string `json:"instanceId"`
+}
+
+// Tabs lists an instance's tabs through the provider's tabs.list, keeping
+// only credential-free HTTP(S) tabs of that instance (and, in restricted
+// mode with --allow-origin, only allowlisted origins).
+func (r *Runtime) Tabs(ctx context.Context, _ Client, params json.RawMessage) (any, error) {
+	var in tabsParams
+	if err := decodeParams(params, &in); err != nil {
+		return nil, err
+	}
+	if !bounded(in.SessionID, 1, 256) || !bounded(in.InstanceID, 1, 256) {
+		return nil, invalid()
+	}
+	return r.listTabs(ctx, in.InstanceID)
+}
+
+func (r *Runtime) listTabs(ctx context.Context, instanceID string) ([]TabSummary, error) {
+	prov, err := r.provider(instanceID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
+	defer cancel()
+	raw, err := prov.Call(ctx, "tabs.list", struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	var listed []TabSummary
+	if err := json.Unmarshal(raw, &listed); err != nil {
+		r.log.Warn("provider sent a malformed tab list", "instance", instanceID, "err", err)
+		return nil, errInternal()
+	}
+	out := make([]TabSummary, 0, len(listed))
+	for _, tab := range listed {
+		if tab.InstanceID != instanceID || !bounded(tab.ID, 1, 256) {
+			continue
+		}
+		origin, ok := httpOrigin(tab.URL)
+		if !ok || !r.allowedOrigin(origin) {
+			continue
+		}
+		out = append(out, tab)
+	}
+	return out, nil
+}
