@@ -85,9 +85,10 @@ func (r *Runtime) Claim(ctx context.Context, c Client, params json.RawMessage) (
 		"client": map[string]string{"label": c.Label()},
 	})
 	if err != nil {
+		released := claim.Ctx.Err() != nil && ctx.Err() == nil // the session ended meanwhile
 		claim.Abort()
-		if claim.Ctx.Err() != nil && ctx.Err() == nil {
-			return nil, wire.Err(wire.CodeLeaseRevoked) // the session was released meanwhile
+		if released {
+			return nil, wire.Err(wire.CodeLeaseRevoked)
 		}
 		return nil, err
 	}

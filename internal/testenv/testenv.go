@@ -262,6 +262,9 @@ func (p *Peer) Request(method string, params any) string {
 	return id
 }
 
+// ReadFrame returns the next raw frame without a deadline.
+func (p *Peer) ReadFrame() ([]byte, error) { return p.fr.Read() }
+
 // Read returns the next envelope, or nil when the broker closed the
 // connection. It fails the test after 10 s.
 func (p *Peer) Read() *wire.Envelope {
