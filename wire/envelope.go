@@ -133,13 +133,47 @@ func writeString(b *bytes.Buffer, s string) {
 	b.Write(enc)
 }
 
-// Encode validates e and returns its JSON encoding.
+// Encode validates e and returns its JSON encoding. It checks the typed
+// fields directly and the raw params/value only for JSON validity, which is
+// far cheaper than parsing the encoding back.
 func Encode(e *Envelope) ([]byte, error) {
-	data, _ := e.MarshalJSON()
-	if _, err := ParseEnvelope(data); err != nil {
+	if err := e.check(); err != nil {
 		return nil, fmt.Errorf("wire: refusing to send an invalid envelope: %w", err)
 	}
+	data, _ := e.MarshalJSON()
+	if !json.Valid(data) {
+		return nil, fmt.Errorf("wire: refusing to send an invalid envelope: %w", invalid("", "is not valid JSON"))
+	}
 	return data, nil
+}
+
+// check validates the typed fields of an envelope built in Go.
+func (e *Envelope) check() error {
+	switch e.Type {
+	case TypeRequest:
+		if !ValidName(e.Method) {
+			return invalid("method", "must match [A-Za-z][A-Za-z0-9_.:-]* and be at most 128 characters")
+		}
+		if !isObject(e.Params) {
+			return invalid("params", "must be an object")
+		}
+	case TypeResponse:
+		if !e.OK && !e.Code.Known() {
+			return invalid("code", "is not a registry error code")
+		}
+	case TypeEvent:
+		if !ValidName(e.Event) {
+			return invalid("event", "must match [A-Za-z][A-Za-z0-9_.:-]* and be at most 128 characters")
+		}
+		return nil
+	case TypeCancel:
+	default:
+		return invalid("type", "must be request, response, event or cancel")
+	}
+	if !ValidID(e.ID) {
+		return invalid("id", "must be 1 to 128 characters")
+	}
+	return nil
 }
 
 // ParseEnvelope decodes and validates one envelope. The error is a
