@@ -17,7 +17,7 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
-	fs := newFlags("serve", "serve [flags]", stderr)
+	fs := newFlags("serve", "serve [flags]\n\nRuns the broker in the foreground until SIGTERM or Ctrl-C. Under systemd it\nserves the socket handed over by broker.socket and reports readiness.", stderr)
 	runtimeDir := fs.String("runtime-dir", "", "runtime directory (socket, token); see 'broker help'")
 	socket := fs.String("socket", "", "socket path (default RUNTIME/broker.sock, or $DSH_SOCKET)")
 	stateDir := fs.String("state-dir", "", "state directory (default $DSH_STATE_DIR, $XDG_STATE_HOME/dsh or ~/.local/state/dsh)")
