@@ -1,0 +1,309 @@
+package chromium
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/extensions"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+)
+
+// The helpers below call t.Fatal, so call them from the test's goroutine.
+// Each is bounded by b.Timeout.
+
+// timeout returns a context for one call on the browser.
+func (b *Browser) timeout() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(b.Ctx, b.Timeout)
+}
+
+// fail fails the test with the browser's recent output.
+func (b *Browser) fail(t testing.TB, format string, args ...any) {
+	t.Helper()
+	t.Fatalf("chromium: "+format+"\nbrowser output (tail):\n%s", append(args, b.StderrTail(4<<10))...)
+}
+
+// attach makes a chromedp context on target id, attached before it returns.
+// Cancelling it detaches and leaves the target open.
+func (b *Browser) attach(id target.ID) (context.Context, context.CancelFunc, error) {
+	ctx, cancel := chromedp.NewContext(b.Ctx, chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
+	// The session lives as long as the context of the first Run, so that
+	// Run gets ctx itself, bounded by a watchdog.
+	if err := b.watchdog(cancel, func() error { return chromedp.Do(ctx) }); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return ctx, cancel, nil
+}
+
+// session returns the context on target id that the helpers share, attaching
+// on first use. It lives until the browser closes.
+func (b *Browser) session(t testing.TB, id target.ID) context.Context {
+	t.Helper()
+	b.mu.Lock()
+	ctx, ok := b.tabs[id]
+	b.mu.Unlock()
+	if ok && ctx.Err() == nil {
+		return ctx
+	}
+	ctx, cancel, err := b.attach(id)
+	if err != nil {
+		b.fail(t, "attach to target %s: %v", id, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tabs == nil {
+		cancel()
+		b.fail(t, "the browser is closed")
+	}
+	b.tabs[id] = ctx
+	b.cancels = append(b.cancels, cancel)
+	return ctx
+}
+
+// TargetCtx returns a new chromedp context attached to target id (a page, a
+// popup, a service worker…) for the test's own actions. It detaches, leaving
+// the target open, when the test ends. Bound each Run on it with a timeout
+// derived from it.
+//
+// A session attached to an extension's service worker keeps the worker
+// alive; tests of idle behaviour must not hold one.
+func (b *Browser) TargetCtx(t testing.TB, id target.ID) context.Context {
+	t.Helper()
+	ctx, cancel, err := b.attach(id)
+	if err != nil {
+		b.fail(t, "attach to target %s: %v", id, err)
+	}
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// OpenTab opens a new foreground tab in the browser's window (a new window
+// if none is left), loads url in
+// it and waits for the load event. The tab starts at about:blank, so it has
+// one history entry before url. Only the foreground tab of a window is
+// visible; some CDP calls (Accessibility.queryAXTree, Page.captureScreenshot)
+// never answer on a hidden tab.
+func (b *Browser) OpenTab(t testing.TB, url string) target.ID {
+	t.Helper()
+	ctx, cancel := b.timeout()
+	defer cancel()
+	create := func(newWindow bool) (target.CreateTargetResult, error) {
+		return chromedp.CallBrowser(ctx, target.CreateTarget, target.CreateTargetParams{
+			URL:        "about:blank",
+			NewWindow:  &newWindow,
+			Background: new(false),
+		})
+	}
+	res, err := create(false)
+	if err != nil && strings.Contains(err.Error(), "no browser is open") {
+		// The last window was closed; a tab needs a window of its own.
+		res, err = create(true)
+	}
+	if err != nil {
+		b.fail(t, "Target.createTarget: %v", err)
+	}
+	b.Navigate(t, res.TargetID, url)
+	return res.TargetID
+}
+
+// Navigate loads url in target id and waits for the load event.
+func (b *Browser) Navigate(t testing.TB, id target.ID, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.session(t, id), b.Timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		b.fail(t, "navigate %s to %s: %v", id, url, err)
+	}
+}
+
+// CloseTab closes target id.
+func (b *Browser) CloseTab(t testing.TB, id target.ID) {
+	t.Helper()
+	b.mu.Lock()
+	delete(b.tabs, id) // its cancel still runs at close; detaching a gone target is harmless
+	b.mu.Unlock()
+	ctx, cancel := b.timeout()
+	defer cancel()
+	if _, err := chromedp.CallBrowser(ctx, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
+		b.fail(t, "Target.closeTarget %s: %v", id, err)
+	}
+}
+
+// Targets returns the browser's targets.
+func (b *Browser) Targets(t testing.TB) []*target.Info {
+	t.Helper()
+	ctx, cancel := b.timeout()
+	defer cancel()
+	infos, err := chromedp.Targets(ctx)
+	if err != nil {
+		b.fail(t, "Target.getTargets: %v", err)
+	}
+	return infos
+}
+
+// WaitTarget polls the browser's targets until match accepts one, and
+// returns it. It fails the test after timeout (b.Timeout if zero).
+func (b *Browser) WaitTarget(t testing.TB, match func(*target.Info) bool, timeout time.Duration) *target.Info {
+	t.Helper()
+	if timeout <= 0 {
+		timeout = b.Timeout
+	}
+	deadline := time.Now().Add(timeout)
+	var infos []*target.Info
+	for {
+		infos = b.Targets(t)
+		for _, info := range infos {
+			if match(info) {
+				return info
+			}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-b.exited:
+			b.fail(t, "the browser exited (%v) while waiting for a target", b.cmd.ProcessState)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+	var list strings.Builder
+	for _, info := range infos {
+		fmt.Fprintf(&list, "\n  %s %s %s", info.TargetID, info.Type, info.URL)
+	}
+	b.fail(t, "no matching target within %v; targets:%s", timeout, list.String())
+	return nil
+}
+
+// ServiceWorker waits for the service worker of extension extensionID and
+// returns its target. It does not attach to it.
+func (b *Browser) ServiceWorker(t testing.TB, extensionID string) target.ID {
+	t.Helper()
+	prefix := "chrome-extension://" + extensionID + "/"
+	return b.WaitTarget(t, func(info *target.Info) bool {
+		return info.Type == "service_worker" && strings.HasPrefix(info.URL, prefix)
+	}, 0).TargetID
+}
+
+// Click clicks the first element matching the CSS selector in target id,
+// with real mouse events at the element's centre (so a covering element
+// gets the click), once the element is visible.
+func (b *Browser) Click(t testing.TB, id target.ID, selector string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.session(t, id), b.Timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(selector))); err != nil {
+		b.fail(t, "click %q in %s: %v", selector, id, err)
+	}
+}
+
+// Text returns the visible text (innerText) of the first element matching
+// the CSS selector in target id, waiting for the element to exist.
+func (b *Browser) Text(t testing.TB, id target.ID, selector string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.session(t, id), b.Timeout)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(selector)))
+	if err != nil {
+		b.fail(t, "text of %q in %s: %v", selector, id, err)
+	}
+	return s
+}
+
+// Eval evaluates the JavaScript expression in target id (a page or a
+// worker), awaits it if it is a promise, and decodes the result into T.
+// (Go methods cannot have type parameters, so this is a function.)
+func Eval[T any](t testing.TB, b *Browser, id target.ID, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.session(t, id), b.Timeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.fail(t, "evaluate %q in %s: %v", expr, id, err)
+	}
+	return v
+}
+
+// harness is a small extension of the test harness, loaded on first use.
+// Its service worker has the "debugger" permission, whose
+// chrome.debugger.getTargets() maps DevTools target IDs to chrome.tabs IDs.
+type harness struct {
+	id     string    // extension ID
+	worker target.ID // its service worker
+}
+
+const harnessManifest = `{
+  "manifest_version": 3,
+  "name": "DSH test harness",
+  "description": "Maps DevTools targets to tab IDs for the tests. Not part of the product.",
+  "version": "1.0",
+  "background": { "service_worker": "sw.js" },
+  "permissions": ["debugger"]
+}
+`
+
+const harnessWorker = `// The test harness evaluates chrome.debugger.getTargets() here over CDP.
+// It holds a DevTools session on this worker, which keeps the worker alive.
+`
+
+// harnessWorker loads the harness extension once (Extensions.loadUnpacked,
+// which needs no flag) and returns its service worker target.
+func (b *Browser) harnessWorker(t testing.TB) target.ID {
+	t.Helper()
+	b.mu.Lock()
+	h := b.harness
+	b.mu.Unlock()
+	if h != nil {
+		return h.worker
+	}
+	dir := filepath.Join(b.root, "harness-extension")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"manifest.json": harnessManifest, "sw.js": harnessWorker} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := b.timeout()
+	defer cancel()
+	res, err := chromedp.CallBrowser(ctx, extensions.LoadUnpacked, extensions.LoadUnpackedParams{Path: dir})
+	if err != nil {
+		b.fail(t, "load the harness extension: %v", err)
+	}
+	h = &harness{id: res.ID}
+	h.worker = b.ServiceWorker(t, h.id)
+	b.session(t, h.worker) // attach now: the session keeps the worker alive
+	b.mu.Lock()
+	b.harness = h
+	b.mu.Unlock()
+	return h.worker
+}
+
+// TabIDOf returns the chrome.tabs ID of page target id: the tab ID that the
+// extension under test sees. CDP has no such field, so this asks
+// chrome.debugger.getTargets() (whose id is the DevTools target ID) in the
+// service worker of a small harness extension, loaded on first use. It
+// neither attaches to nor wakes the extension under test.
+func (b *Browser) TabIDOf(t testing.TB, id target.ID) int {
+	t.Helper()
+	worker := b.harnessWorker(t)
+	q, _ := json.Marshal(string(id))
+	n := Eval[int](t, b, worker, `chrome.debugger.getTargets().then((ts) => {
+		const x = ts.find((t) => t.id === `+string(q)+`);
+		return x === undefined ? -2 : (x.tabId ?? -1);
+	})`)
+	switch n {
+	case -2:
+		b.fail(t, "chrome.debugger.getTargets does not list target %s", id)
+	case -1:
+		b.fail(t, "target %s is not a tab", id)
+	}
+	return n
+}
