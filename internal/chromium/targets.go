@@ -198,9 +198,19 @@ func (b *Browser) Click(t testing.TB, id target.ID, selector string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.session(t, id), b.Timeout)
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(selector))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(selector))); err != nil && b.exists(t, id) {
 		b.fail(t, "click %q in %s: %v", selector, id, err)
+	} // a click that closed its own page (an approval window's button) is fine
+}
+
+// exists reports whether target id is still open.
+func (b *Browser) exists(t testing.TB, id target.ID) bool {
+	for _, info := range b.Targets(t) {
+		if info.TargetID == id {
+			return true
+		}
 	}
+	return false
 }
 
 // Text returns the visible text (innerText) of the first element matching
@@ -279,7 +289,20 @@ func (b *Browser) harnessWorker(t testing.TB) target.ID {
 	}
 	h = &harness{id: res.ID}
 	h.worker = b.ServiceWorker(t, h.id)
-	b.session(t, h.worker) // attach now: the session keeps the worker alive
+	wctx := b.session(t, h.worker) // attach now: the session keeps the worker alive
+	// A just-started worker can answer before its extension APIs exist.
+	for ready := false; !ready; {
+		rctx, rcancel := context.WithTimeout(wctx, time.Second)
+		v, err := chromedp.Run(rctx, chromedp.Evaluate[bool](`typeof chrome === "object" && !!chrome.debugger`))
+		rcancel()
+		ready = err == nil && v
+		if !ready {
+			if ctx.Err() != nil {
+				b.fail(t, "the harness extension's worker never got its APIs: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	b.mu.Lock()
 	b.harness = h
 	b.mu.Unlock()
