@@ -1,26 +1,23 @@
-// Command demo shows the broker foundation working end to end on a fresh
-// machine, with nothing installed outside a throw-away directory:
+// Command demo is the README's main job: on a fresh machine it starts the
+// broker and Chromium with the extension, opens a bundled demo page, and runs
+// a short scripted agent session through the real protocol — observe, fill,
+// click, observe — printing what it does.
 //
-//  1. `broker install` writes the native-messaging manifest and launcher;
-//  2. `broker serve` starts the daemon;
-//  3. the demo plays the browser: it starts the host named in the manifest
-//     the way Chrome does (caller origin as first argument, frames on stdio)
-//     and sends the extension's provider hello, without a token;
-//  4. `broker call` and `broker status` answer from the connected browser,
-//     and a browser.tabs request travels client → broker → nativehost →
-//     "browser" and back;
-//  5. a host started for an origin the install did not allow is refused.
+// Nothing is installed outside a temporary directory: the native-messaging
+// manifest goes into the throw-away browser profile. The broker runs in
+// personal mode so the session needs no approval click; run with
+// --restricted --headed on a desktop to approve the claim yourself.
 //
 // Run it with scripts/demo.sh, which builds the binaries first.
 package main
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,176 +25,213 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dsh-browser/broker/frames"
-	"github.com/dsh-browser/broker/install"
-	"github.com/dsh-browser/broker/wire"
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/client"
+	"github.com/dsh-browser/broker/internal/testpages"
 )
 
 func main() {
 	bin := flag.String("bin", "bin", "directory holding the broker and nativehost binaries")
+	ext := flag.String("extension", "extension", "the unpacked extension directory")
+	chromium := flag.String("chromium", "/usr/lib/chromium/chromium", "the Chromium binary")
+	headed := flag.Bool("headed", false, "show the browser window (needs a display)")
+	restricted := flag.Bool("restricted", false, "restricted mode: approve the claim in the extension's window (use with --headed)")
 	flag.Parse()
-	if err := run(*bin); err != nil {
-		fmt.Fprintln(os.Stderr, "demo failed:", err)
+	if err := run(*bin, *ext, *chromium, *headed, *restricted); err != nil {
+		fmt.Fprintln(os.Stderr, "\ndemo failed:", err)
 		os.Exit(1)
 	}
-	fmt.Println("\nDemo finished: everything above ran through the real broker, socket and native host.")
+	fmt.Println("\nDemo finished: an agent read and changed a real page, through the broker, with a lease.")
 }
 
 func step(format string, args ...any) { fmt.Printf("\n\033[1m▶ "+format+"\033[0m\n", args...) }
 
-func run(bin string) error {
+func run(bin, ext, chromiumPath string, headed, restricted bool) error {
 	bin, _ = filepath.Abs(bin)
-	broker := filepath.Join(bin, "broker")
+	ext, _ = filepath.Abs(ext)
 	root, err := os.MkdirTemp("", "dsh-demo")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(root)
 	runtimeDir := filepath.Join(root, "run")
-	env := append(os.Environ(), "HOME="+root, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "DSH_RUNTIME_DIR="+runtimeDir)
+	env := append(os.Environ(), "HOME="+root, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "TMPDIR="+root)
 
-	step("broker install --browser chromium --no-service   (into a throw-away home)")
-	if err := show(env, broker, "install", "--browser", "chromium", "--no-service", "--nativehost", filepath.Join(bin, "nativehost")); err != nil {
-		return err
+	mode := "personal"
+	if restricted {
+		mode = "restricted"
 	}
-
-	step("broker serve")
-	srv := exec.Command(broker, "serve", "--state-dir", filepath.Join(root, "state"))
+	step("start the broker (--access-mode=%s)", mode)
+	srv := exec.Command(filepath.Join(bin, "broker"), "serve", "--runtime-dir", runtimeDir, "--state-dir", filepath.Join(root, "state"), "--access-mode="+mode)
 	srv.Env = env
-	srv.Stderr = prefixed("  [broker] ")
+	logf, _ := os.Create(filepath.Join(root, "broker.log"))
+	srv.Stderr = logf
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	defer func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		srv.Wait()
-	}()
+	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
 	if err := waitForSocket(filepath.Join(runtimeDir, "broker.sock")); err != nil {
 		return err
 	}
 
-	manifestPath := filepath.Join(root, "config", "chromium", "NativeMessagingHosts", install.ManifestName)
-	var manifest struct {
-		Path           string   `json:"path"`
-		AllowedOrigins []string `json:"allowed_origins"`
+	step("register the native host for the extension (broker install, into the demo's browser profile)")
+	profile := filepath.Join(root, "profile")
+	manifests := filepath.Join(profile, "NativeMessagingHosts")
+	inst := exec.Command(filepath.Join(bin, "broker"), "install", "--browser", "chromium", "--no-service",
+		"--manifest-dir", manifests, "--runtime-dir", runtimeDir, "--nativehost", filepath.Join(bin, "nativehost"))
+	inst.Env = env
+	out, err := inst.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("install: %v\n%s", err, out)
 	}
-	data, err := os.ReadFile(manifestPath)
+	fmt.Printf("  %s\n", strings.SplitN(string(out), "\n", 2)[0])
+
+	page, _ := testpages.Page("/form")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(data, &manifest); err != nil {
-		return err
-	}
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(page)
+	}))
+	pageURL := "http://" + ln.Addr().String() + "/form"
 
-	origin := manifest.AllowedOrigins[0]
-	step("the browser starts the native host: %s %s", filepath.Base(manifest.Path), origin)
-	host := exec.Command(manifest.Path, origin)
-	host.Env = env
-	host.Stderr = prefixed("  [nativehost] ")
-	stdin, _ := host.StdinPipe()
-	stdout, _ := host.StdoutPipe()
-	if err := host.Start(); err != nil {
-		return err
+	step("start Chromium with the extension, showing %s", pageURL)
+	args := []string{"--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--no-default-browser-check",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + profile, "--load-extension=" + ext, pageURL}
+	if !headed {
+		args = append([]string{"--headless=new"}, args...)
 	}
-	defer host.Wait()
-	defer stdin.Close()
-	fr := frames.NewReader(stdout)
+	browserCmd := exec.Command(chromiumPath, args...)
+	browserCmd.Env = env
+	browserCmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := browserCmd.Start(); err != nil {
+		return fmt.Errorf("start Chromium (install it with: apt-get install chromium): %w", err)
+	}
+	defer func() { syscall.Kill(-browserCmd.Process.Pid, syscall.SIGTERM); browserCmd.Wait() }()
 
-	hello := `{"bootstrap":1,"versions":[1],"role":"provider","capabilities":["lease.fencing.v1","lease.tab-scope.v1","ax.read.v1","ax.find.v1"],` +
-		`"instance":{"id":"demo-browser","family":"chromium","brand":"Chromium","version":"demo","profileLabel":"Demo profile"}}`
-	fmt.Println("  extension → hello (no token: the native host injects it)")
-	if err := send(stdin, wire.Request("1", "hello", json.RawMessage(hello))); err != nil {
-		return err
-	}
-	welcome, err := receive(fr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := client.Dial(ctx, client.Options{RuntimeDir: runtimeDir})
 	if err != nil {
 		return err
 	}
-	if !welcome.OK {
-		return fmt.Errorf("hello refused: %s", welcome.Code)
+	defer c.Close()
+	call := func(method string, params any, out any) error {
+		raw, err := c.Call(ctx, method, params)
+		if err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
+		return json.Unmarshal(raw, out)
 	}
-	fmt.Printf("  broker → welcome %s\n", welcome.Value)
 
-	step("broker call browser.instances")
-	if err := show(env, broker, "call", "browser.instances"); err != nil {
+	step("the agent connects and waits for the browser (broker call browser.instances)")
+	var instance string
+	for instance == "" {
+		var list []browser.TabSummary // only the id is read
+		if err := call("browser.instances", nil, &list); err != nil {
+			return err
+		}
+		if len(list) > 0 {
+			instance = list[0].ID
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("the extension never connected; broker log: %s", filepath.Join(root, "broker.log"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fmt.Printf("  browser instance %s connected through nativehost\n", instance)
+
+	const session = "demo"
+	var tabs []browser.TabSummary
+	for len(tabs) == 0 {
+		if err := call("browser.tabs", map[string]any{"sessionId": session, "instanceId": instance}, &tabs); err != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("  browser.tabs: %s  %q\n", tabs[0].URL, tabs[0].Title)
+
+	step("browser.claim %s", tabs[0].ID)
+	if restricted {
+		fmt.Println("  → click Allow in the extension's approval window")
+	}
+	var l browser.LeaseResult
+	if err := call("browser.claim", map[string]any{"sessionId": session, "instanceId": instance, "tab": tabs[0].ID}, &l); err != nil {
 		return err
 	}
+	fmt.Printf("  lease %s, scope %s, origin %s\n", l.ID, l.Scope, l.Origin)
 
-	step(`broker call browser.tabs '{"sessionId":"demo","instanceId":"demo-browser"}'`)
-	call := exec.Command(broker, "call", "browser.tabs", `{"sessionId":"demo","instanceId":"demo-browser"}`)
-	call.Env = env
-	var out bytes.Buffer
-	call.Stdout, call.Stderr = &out, &out
-	if err := call.Start(); err != nil {
+	step("browser.observe")
+	var obs browser.Observation
+	if err := call("browser.observe", map[string]any{"sessionId": session, "leaseId": l.ID}, &obs); err != nil {
 		return err
 	}
-	req, err := receive(fr)
+	printObservation(obs)
+
+	act := func(id string, action map[string]any) (browser.ActionResult, error) {
+		var res browser.ActionResult
+		err := call("browser.act", map[string]any{"sessionId": session, "request": map[string]any{
+			"requestId": id, "leaseId": l.ID, "documentEpoch": obs.DocumentEpoch, "action": action}}, &res)
+		return res, err
+	}
+	name, greet := find(obs, "textbox", "Your name"), find(obs, "button", "Greet")
+	if name == "" || greet == "" {
+		return fmt.Errorf("the demo page did not show its text box and button")
+	}
+	step("browser.act fill %s (textbox \"Your name\") with \"Ada\"", name)
+	res, err := act("demo-1", map[string]any{"kind": "fill", "ref": name, "text": "Ada"})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  browser ← %s %s\n", req.Method, req.Params)
-	tabs := `[{"id":"demo-browser:1","instanceId":"demo-browser","url":"https://example.test/","title":"Example"},` +
-		`{"id":"demo-browser:2","instanceId":"demo-browser","url":"chrome://settings/","title":"Settings (never offered to agents)"}]`
-	if err := send(stdin, wire.Success(req.ID, json.RawMessage(tabs))); err != nil {
+	fmt.Printf("  outcome %s, dispatch %s\n", res.Outcome, res.Dispatch)
+
+	step("browser.act click %s (button \"Greet\"), expecting the text \"Hello, Ada!\"", greet)
+	res, err = act("demo-2", map[string]any{"kind": "click", "ref": greet, "expected": map[string]any{"kind": "text", "text": "Hello, Ada!"}})
+	if err != nil {
 		return err
 	}
-	fmt.Println("  browser → two tabs; the broker drops the chrome:// one")
-	if err := call.Wait(); err != nil {
-		return fmt.Errorf("broker call: %v\n%s", err, out.String())
+	fmt.Printf("  outcome %s, postcondition %s\n", res.Outcome, res.Postcondition)
+	if res.Outcome != "succeeded" {
+		return fmt.Errorf("the click did not have the expected effect: %+v", res)
 	}
-	fmt.Print(indent(out.String()))
 
-	step("broker status")
-	if err := show(env, broker, "status"); err != nil {
+	step("browser.observe")
+	if err := call("browser.observe", map[string]any{"sessionId": session, "leaseId": l.ID}, &obs); err != nil {
 		return err
 	}
+	printObservation(obs)
 
-	other := "chrome-extension://" + strings.Repeat("a", 32) + "/"
-	step("an extension the user did not install tries the host: %s", other)
-	bad := exec.Command(manifest.Path, other)
-	bad.Env = env
-	msg, err := bad.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	if code == 0 {
-		return fmt.Errorf("the native host accepted an origin it should refuse")
-	}
-	fmt.Printf("  refused (exit %d): %s", code, indent(string(msg)))
-
-	step("the browser closes the port; the broker forgets the instance")
-	stdin.Close()
-	host.Wait()
-	time.Sleep(100 * time.Millisecond)
-	return show(env, broker, "call", "browser.instances")
+	step("browser.release")
+	var released map[string]bool
+	return call("browser.release", map[string]any{"sessionId": session, "leaseId": l.ID}, &released)
 }
 
-func show(env []string, name string, args ...string) error {
-	cmd := exec.Command(name, args...)
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
-	fmt.Print(indent(string(out)))
-	if err != nil {
-		return fmt.Errorf("%s %s: %v", filepath.Base(name), strings.Join(args, " "), err)
+func printObservation(o browser.Observation) {
+	fmt.Printf("  %s — %s (epoch %s, revision %d)\n", o.Title, o.URL, o.DocumentEpoch, o.Revision)
+	for _, n := range o.Nodes {
+		extra := ""
+		if n.Value != nil {
+			extra = fmt.Sprintf(" value=%q", *n.Value)
+		}
+		if n.Checked != nil {
+			extra += fmt.Sprintf(" checked=%v", n.Checked)
+		}
+		fmt.Printf("    [%s] %s %q%s\n", n.ID, n.Role, n.Name, extra)
 	}
-	return nil
+	fmt.Printf("    text: %s\n", strings.Join(o.Text, " · "))
 }
 
-func send(w io.Writer, env *wire.Envelope) error {
-	data, err := wire.Encode(env)
-	if err != nil {
-		return err
+func find(o browser.Observation, role, name string) string {
+	for _, n := range o.Nodes {
+		if n.Role == role && n.Name == name {
+			return n.ID
+		}
 	}
-	return frames.Write(w, data)
-}
-
-func receive(fr *frames.Reader) (*wire.Envelope, error) {
-	data, err := fr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("native host closed: %w", err)
-	}
-	return wire.ParseEnvelope(data)
+	return ""
 }
 
 func waitForSocket(path string) error {
@@ -211,18 +245,3 @@ func waitForSocket(path string) error {
 	return fmt.Errorf("broker did not start listening on %s", path)
 }
 
-func indent(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ") + "\n"
-}
-
-type prefixWriter struct{ prefix string }
-
-func prefixed(p string) io.Writer { return prefixWriter{p} }
-
-func (w prefixWriter) Write(b []byte) (int, error) {
-	os.Stderr.WriteString(indent(w.prefix + strings.ReplaceAll(strings.TrimRight(string(b), "\n"), "\n", "\n"+w.prefix)))
-	return len(b), nil
-}

@@ -166,3 +166,14 @@ func renderBig() []byte {
 	}
 	return buf.Bytes()
 }
+
+// Page returns the HTML of a static page by path ("/form", …), for programs
+// such as the demo that serve a page without a test.
+func Page(path string) ([]byte, bool) {
+	name, ok := static[path]
+	if !ok {
+		return nil, false
+	}
+	data, err := pagesFS.ReadFile("pages/" + name)
+	return data, err == nil
+}
