@@ -1,11 +1,13 @@
 package test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -356,5 +358,100 @@ func TestE2EBrowserKilledAndBrokerRestarted(t *testing.T) {
 	raw, err := other.Call(context.Background(), "browser.instances", nil)
 	if err != nil || string(raw) != "[]" {
 		t.Fatalf("instances after the browser died: %s %v", raw, err)
+	}
+}
+
+func TestE2EBigPageBoundedReadAndQuery(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, "--access-mode=personal")
+	tab, target := s.tab(t, s.pages.URL("/big"))
+	l := s.claim(t, "s", tab)
+	start := time.Now()
+	o := s.observe(t, "s", l.ID)
+	took := time.Since(start)
+	if !o.Truncated || len(o.Nodes) > browser.MaxControls+browser.MaxRegions {
+		t.Fatalf("observation of a 2,000-element page: truncated=%v with %d nodes", o.Truncated, len(o.Nodes))
+	}
+	t.Logf("bounded observation of /big: %d nodes, %d text fragments in %v", len(o.Nodes), len(o.Text), took)
+
+	raw, err := s.call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"role": "button", "name": "Target"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q browser.Observation
+	json.Unmarshal(raw, &q)
+	if q.Scope.Kind != "query" || len(q.Nodes) != 1 || q.Nodes[0].Name != "Target" {
+		t.Fatalf("query for the last button: %+v", q)
+	}
+	r := s.act(t, "s", q, l.ID, map[string]any{"kind": "click", "ref": q.Nodes[0].ID})
+	if r.Dispatch == "notDispatched" {
+		t.Fatalf("click on the queried button: %+v", r)
+	}
+	if n := chromium.Eval[int](t, s.br, target, "window.targetClicks"); n != 1 {
+		t.Fatalf("target clicked %d times, want 1", n)
+	}
+	raw, _ = s.call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"name": "No such thing"}})
+	json.Unmarshal(raw, &q)
+	if len(q.Nodes) != 0 {
+		t.Fatalf("query for a missing name matched %+v", q.Nodes)
+	}
+}
+
+// TestE2EBrokerCallSession is the issue's acceptance path: with nothing but
+// `broker call`, list tabs, claim one, observe it and click a button that
+// changes the page.
+func TestE2EBrokerCallSession(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, "--access-mode=personal")
+	_, target := s.tab(t, s.pages.URL("/counter"))
+
+	cmd := exec.Command(testenv.Binary(t, "broker"), "call", "--runtime-dir", s.b.RuntimeDir)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr testenv.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	send := func(line string, v any) {
+		t.Helper()
+		fmt.Fprintln(stdin, line)
+		for lines.Scan() {
+			if strings.HasPrefix(lines.Text(), "event ") {
+				continue
+			}
+			if strings.HasPrefix(lines.Text(), "error ") {
+				t.Fatalf("%s: %s\n%s", line, lines.Text(), stderr.String())
+			}
+			if err := json.Unmarshal(lines.Bytes(), v); err != nil {
+				t.Fatalf("%s: %q: %v", line, lines.Text(), err)
+			}
+			return
+		}
+		t.Fatalf("%s: broker call ended\n%s", line, stderr.String())
+	}
+	var instances []struct{ ID string }
+	send("browser.instances", &instances)
+	var tabs []browser.TabSummary
+	send(fmt.Sprintf(`browser.tabs {"sessionId":"cli","instanceId":%q}`, instances[0].ID), &tabs)
+	var l browser.LeaseResult
+	send(fmt.Sprintf(`browser.claim {"sessionId":"cli","instanceId":%q,"tab":%q}`, instances[0].ID, tabs[0].ID), &l)
+	var o browser.Observation
+	send(fmt.Sprintf(`browser.observe {"sessionId":"cli","leaseId":%q}`, l.ID), &o)
+	var r browser.ActionResult
+	send(fmt.Sprintf(`browser.act {"sessionId":"cli","request":{"requestId":"1","leaseId":%q,"documentEpoch":%q,"action":{"kind":"click","ref":%q,"expected":{"kind":"text","text":"Clicks: 1"}}}}`,
+		l.ID, o.DocumentEpoch, refOf(t, o, "button", "Add one")), &r)
+	if r.Outcome != "succeeded" {
+		t.Fatalf("click through broker call: %+v", r)
+	}
+	if n := chromium.Eval[int](t, s.br, target, "window.clicks"); n != 1 {
+		t.Fatalf("page saw %d clicks", n)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("broker call session: %v\n%s", err, stderr.String())
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,54 +9,154 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/dsh-browser/broker/broker"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/wire"
 )
 
-func runCall(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("call", "call [flags] METHOD [PARAMS_JSON]\n\nSends one request as a client and prints the response value as JSON.\nOn an error response prints its code and exits 1.", stderr)
+const callSynopsis = `call [flags] METHOD [PARAMS_JSON]
+       broker call [flags]            (a session: one request per line on stdin)
+
+Sends one request as a client and prints the response value as indented JSON.
+On an error response prints its code and exits 1.
+
+Without METHOD it keeps one connection open and reads requests from standard
+input, one per line as "METHOD [PARAMS_JSON]", printing each value as one
+line of JSON ("error CODE" for a refusal) and each event as "event NAME
+VALUE". Leases belong to their connection, so claim, observe and act in one
+session:
+
+  $ broker call
+  > browser.tabs {"sessionId":"me","instanceId":"…"}
+  > browser.claim {"sessionId":"me","instanceId":"…","tab":"…"}`
+
+func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("call", callSynopsis, stderr)
 	opts := clientFlags(fs)
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up on a request after this long")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
+	if fs.NArg() > 2 {
 		fs.Usage()
 		return 2
 	}
-	method, params := fs.Arg(0), json.RawMessage("{}")
-	if fs.NArg() == 2 {
-		params = json.RawMessage(fs.Arg(1))
-		if !json.Valid(params) || !strings.HasPrefix(strings.TrimSpace(fs.Arg(1)), "{") {
-			fmt.Fprintf(stderr, "broker call: PARAMS_JSON must be a JSON object, e.g. '{\"instanceId\":\"…\"}'\n")
+	var single *request
+	if fs.NArg() > 0 {
+		r, err := parseRequest(strings.Join(fs.Args(), " "))
+		if err != nil {
+			fmt.Fprintf(stderr, "broker call: %v\n", err)
 			return 2
 		}
+		single = r
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	c, err := client.Dial(ctx, opts())
+	var out sync.Mutex
+	o := opts()
+	if single == nil {
+		o.OnEvent = func(ev *wire.Envelope) {
+			out.Lock()
+			fmt.Fprintf(stdout, "event %s %s\n", ev.Event, ev.Value)
+			out.Unlock()
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, *timeout)
+	c, err := client.Dial(dctx, o)
+	cancel()
 	if err != nil {
 		fmt.Fprintf(stderr, "broker call: %v\n", err)
 		return 1
 	}
 	defer c.Close()
-	value, err := c.Call(ctx, method, params)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s\n", rpc.CodeOf(err))
+	do := func(r *request) (json.RawMessage, error) {
+		rctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		return c.Call(rctx, r.method, r.params)
+	}
+
+	if single != nil {
+		value, err := do(single)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s\n", rpc.CodeOf(err))
+			return 1
+		}
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, value, "", "  "); err != nil {
+			buf.Reset()
+			buf.Write(value)
+		}
+		buf.WriteByte('\n')
+		stdout.Write(buf.Bytes())
+		return 0
+	}
+
+	interactive := isTerminal(stdin)
+	prompt := func() {
+		if interactive {
+			out.Lock()
+			fmt.Fprint(stdout, "> ")
+			out.Unlock()
+		}
+	}
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	failed := false
+	for prompt(); sc.Scan(); prompt() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		r, err := parseRequest(line)
+		if err != nil {
+			fmt.Fprintf(stderr, "broker call: %v\n", err)
+			failed = true
+			continue
+		}
+		value, err := do(r)
+		out.Lock()
+		if err != nil {
+			fmt.Fprintf(stdout, "error %s\n", rpc.CodeOf(err))
+			failed = true
+		} else {
+			fmt.Fprintf(stdout, "%s\n", value)
+		}
+		out.Unlock()
+		select {
+		case <-c.Done():
+			fmt.Fprintln(stderr, "broker call: the broker closed the connection")
+			return 1
+		default:
+		}
+	}
+	if failed {
 		return 1
 	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, value, "", "  "); err != nil {
-		out.Reset()
-		out.Write(value)
-	}
-	out.WriteByte('\n')
-	stdout.Write(out.Bytes())
 	return 0
+}
+
+type request struct {
+	method string
+	params json.RawMessage
+}
+
+// parseRequest reads "METHOD [PARAMS_JSON]".
+func parseRequest(line string) (*request, error) {
+	method, params, _ := strings.Cut(strings.TrimSpace(line), " ")
+	params = strings.TrimSpace(params)
+	if !wire.ValidName(method) {
+		return nil, fmt.Errorf("%q is not a method name", method)
+	}
+	if params == "" {
+		params = "{}"
+	}
+	if !json.Valid([]byte(params)) || !strings.HasPrefix(params, "{") {
+		return nil, fmt.Errorf(`PARAMS_JSON must be a JSON object, e.g. '{"instanceId":"…"}'`)
+	}
+	return &request{method, json.RawMessage(params)}, nil
 }
 
 func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -97,7 +97,7 @@ func newLogger(w io.Writer, lvl slog.Level) *slog.Logger {
 	return slog.New(tint.NewHandler(w, &tint.Options{Level: lvl, NoColor: !isTerminal(w)}))
 }
 
-func isTerminal(w io.Writer) bool {
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
