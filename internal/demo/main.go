@@ -244,4 +244,3 @@ func waitForSocket(path string) error {
 	}
 	return fmt.Errorf("broker did not start listening on %s", path)
 }
-
