@@ -30,6 +30,19 @@ func TestSchemaUpToDate(t *testing.T) {
 		"run `go generate ./protocol` after changing package wire, and commit the result", line)
 }
 
+// TestExtensionSchemaUpToDate is the drift test of the extension's copy
+// (the extension cannot read files outside its directory).
+func TestExtensionSchemaUpToDate(t *testing.T) {
+	got, err := os.ReadFile("../extension/lib/v1.schema.json")
+	if err != nil {
+		t.Fatalf("%v: run `go generate ./protocol`", err)
+	}
+	if !bytes.Equal(got, wire.SchemaJSON()) {
+		t.Fatal("extension/lib/v1.schema.json differs from wire.SchemaJSON(): " +
+			"run `go generate ./protocol` after changing package wire, and commit the result")
+	}
+}
+
 func compile(t *testing.T) map[string]*jsonschema.Schema {
 	t.Helper()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(protocol.V1Schema))

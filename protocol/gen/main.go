@@ -1,5 +1,6 @@
-// Command gen writes protocol/v1.schema.json from package wire.
-// Run it with `go generate ./protocol`.
+// Command gen writes protocol/v1.schema.json from package wire, and the same
+// bytes to extension/lib/v1.schema.json: the extension can only load files
+// inside its own directory. Run it with `go generate ./protocol`.
 package main
 
 import (
@@ -9,8 +10,14 @@ import (
 	"github.com/dsh-browser/broker/wire"
 )
 
+// outputs are relative to protocol/, where go generate runs the command.
+var outputs = []string{"v1.schema.json", "../extension/lib/v1.schema.json"}
+
 func main() {
-	if err := os.WriteFile("v1.schema.json", wire.SchemaJSON(), 0o644); err != nil {
-		log.Fatal(err)
+	data := wire.SchemaJSON()
+	for _, path := range outputs {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			log.Fatal(err)
+		}
 	}
 }
