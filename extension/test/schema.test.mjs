@@ -1,0 +1,37 @@
+// The extension's schema interpreter must agree with the Go validator on
+// every conformance vector (protocol/testdata/vectors.json).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { validateEnvelope, validateHello, validateWelcome, errorCodes } from '../lib/schema.js';
+
+const vectors = JSON.parse(readFileSync(new URL('../../protocol/testdata/vectors.json', import.meta.url), 'utf8'));
+const validators = { envelope: validateEnvelope, hello: validateHello, welcome: validateWelcome };
+
+test('every conformance vector gets the Go verdict', () => {
+  const disagreements = [];
+  for (const [i, v] of vectors.entries()) {
+    let verdict;
+    try {
+      verdict = validators[v.kind](JSON.parse(v.json));
+    } catch {
+      verdict = false; // not JSON
+    }
+    if (verdict !== v.valid) disagreements.push(`vector ${i} (${v.kind}): JS says ${verdict}, Go says ${v.valid}: ${v.json}`);
+  }
+  if (disagreements.length) console.log(disagreements.join('\n'));
+  assert.equal(disagreements.length, 0);
+  assert.equal(vectors.length >= 3438, true);
+});
+
+test('the registry has the 25 codes', () => {
+  assert.equal(errorCodes.size, 25);
+  assert.ok(errorCodes.has('INTERNAL_ERROR'));
+});
+
+test('prototype keys are plain keys', () => {
+  const env = JSON.parse('{"type":"cancel","id":"x","__proto__":{"ok":true}}');
+  assert.equal(validateEnvelope(env), false);
+  assert.equal(validateEnvelope({ type: 'cancel', id: 'x' }), true);
+  assert.equal(validateEnvelope(JSON.parse('{"type":"response","id":"r","ok":false,"code":"toString"}')), false);
+});
