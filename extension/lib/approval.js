@@ -1,0 +1,48 @@
+// The approval window: a popup window of approve.html that asks the user to
+// allow one client on one tab's exact origin. Anything but Allow is a deny.
+const APPROVAL_TIMEOUT_MS = 60000;
+
+export function createApprovals({ chrome, timers, uuid }) {
+  const pending = new Map(); // request ID -> {details, windowId, settle}
+
+  // ask resolves true only when the user clicks Allow in time.
+  function ask(details, signal) {
+    return new Promise((resolve) => {
+      const req = uuid();
+      const entry = { details, windowId: undefined };
+      const settle = (allow) => {
+        if (!pending.delete(req)) return;
+        timers.clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        if (entry.windowId !== undefined) chrome.windows.remove(entry.windowId).catch(() => {});
+        resolve(allow);
+      };
+      const onAbort = () => settle(false);
+      const timer = timers.setTimeout(() => settle(false), APPROVAL_TIMEOUT_MS);
+      entry.settle = settle;
+      pending.set(req, entry);
+      if (signal.aborted) return settle(false);
+      signal.addEventListener('abort', onAbort);
+      chrome.windows.create({ url: `approve.html?req=${encodeURIComponent(req)}`, type: 'popup', width: 460, height: 320 })
+        .then((w) => {
+          entry.windowId = w.id;
+          if (!pending.has(req)) chrome.windows.remove(w.id).catch(() => {}); // settled while opening
+        }, () => settle(false));
+    });
+  }
+
+  // onMessage answers approve.html: it reads its request, then answers it.
+  // Only the window opened for a request may answer it.
+  function onMessage(msg, sender) {
+    const entry = pending.get(msg.req);
+    if (msg.type === 'approval.get') return entry ? entry.details : null;
+    if (entry && entry.windowId !== undefined && sender.tab?.windowId === entry.windowId) entry.settle(msg.allow === true);
+    return true;
+  }
+
+  function onWindowRemoved(windowId) {
+    for (const entry of [...pending.values()]) if (entry.windowId === windowId) entry.settle(false);
+  }
+
+  return { ask, onMessage, onWindowRemoved };
+}

@@ -1,0 +1,206 @@
+// createExtension wires the provider around an injected `chrome`: sw.js
+// passes the real one, the Node tests a fake. Listeners are registered
+// synchronously, as MV3 requires of a service worker's first turn.
+import { fail, isObject, orFail } from './errors.js';
+import { createTransport } from './transport.js';
+import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
+import { createApprovals } from './approval.js';
+import * as ax from './ax.js';
+import * as input from './input.js';
+import { checkCdp } from './cdp.js';
+
+const CAPABILITIES = ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1'];
+const REQUIRED_CAPABILITIES = ['runtime.v1'];
+
+const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
+
+// browserIdentity names the browser for the hello: the first real brand
+// (not GREASE, not the generic Chromium), and the full version from the UA.
+function browserIdentity(nav) {
+  const brands = nav?.userAgentData?.brands ?? [];
+  const real = brands.filter((b) => !/not.?a.?brand/i.test(b.brand));
+  const brand = real.find((b) => b.brand !== 'Chromium')?.brand ?? 'Chromium';
+  const version = /Chrom(?:e|ium)\/([0-9.]+)/.exec(nav?.userAgent ?? '')?.[1] ?? real[0]?.version ?? 'unknown';
+  return { brand: clip(brand), version: clip(version) };
+}
+
+const nonEmpty = (v) => typeof v === 'string' && v !== '';
+
+function parseLease(l) {
+  if (!isObject(l) || !nonEmpty(l.id) || !nonEmpty(l.tab) || !nonEmpty(l.instanceId) || !nonEmpty(l.token) ||
+      typeof l.origin !== 'string' || (l.scope !== 'origin' && l.scope !== 'tab') || !Number.isFinite(l.expiresAt)) {
+    fail('INVALID_REQUEST');
+  }
+  return l;
+}
+
+export function createExtension(chrome, {
+  timers = globalThis,
+  now = Date.now,
+  uuid = () => crypto.randomUUID(),
+  navigator = globalThis.navigator,
+} = {}) {
+  const identity = browserIdentity(navigator);
+  const approvals = createApprovals({ chrome, timers, uuid });
+  const gates = createGates({ chrome, timers, now, emit: (conn, event, value) => transport.emit(conn, event, value) });
+  const transport = createTransport({
+    chrome, timers, uuid,
+    requiredCapabilities: REQUIRED_CAPABILITIES,
+    hello: (instanceId) => ({
+      bootstrap: 1, versions: [1], role: 'provider',
+      capabilities: CAPABILITIES, requiredCapabilities: REQUIRED_CAPABILITIES,
+      instance: { id: instanceId, family: 'chromium', ...identity, profileLabel: 'Default profile' },
+    }),
+    handle: (conn, method, params, signal) => {
+      if (!Object.hasOwn(methods, method)) fail('INVALID_REQUEST');
+      return methods[method](conn, params, signal);
+    },
+    onClose: (conn) => gates.dropConnection(conn),
+  });
+
+  const getTab = (tabId) => orFail(chrome.tabs.get(tabId), 'STALE_TARGET');
+
+  // grantable: HTTP(S) only, and for an origin lease the lease's exact origin.
+  function grantable(tab, lease) {
+    if (!isHttp(tab.url) || (lease.scope === 'origin' && originOf(tab.url) !== lease.origin)) fail('POLICY_DENIED');
+  }
+
+  async function grant(conn, params, signal) {
+    const lease = parseLease(params.lease);
+    const label = params.client?.label;
+    if (!nonEmpty(label)) fail('INVALID_REQUEST');
+    const tabId = tabOf(conn, lease);
+    if (tabId === undefined) fail('STALE_TARGET');
+    if (lease.scope === 'tab' && !conn.personal) fail('POLICY_DENIED');
+    if (!leaseInWindow(lease, now())) fail('POLICY_DENIED');
+    if (gates.busy(tabId)) fail('LEASE_BUSY');
+    gates.reserve(tabId);
+    try {
+      let tab = await getTab(tabId);
+      grantable(tab, lease);
+      if (lease.scope === 'origin') {
+        const details = { client: label, title: tab.title ?? '', origin: originOf(tab.url) };
+        if (!(await approvals.ask(details, signal))) fail('POLICY_DENIED');
+        tab = await getTab(tabId); // it may have navigated while the user decided
+        grantable(tab, lease);
+        if (!leaseInWindow(lease, now())) fail('POLICY_DENIED');
+      }
+      await gates.settled(tabId);
+      signal.throwIfAborted();
+      await orFail(chrome.debugger.attach({ tabId }, '1.3'), 'POLICY_DENIED');
+      if (signal.aborted) {
+        gates.detach(tabId);
+        signal.throwIfAborted();
+      }
+      const gate = gates.add(conn, tabId, lease);
+      try {
+        const send = (method) => gates.send(gate, signal, method, {});
+        await send('Page.enable');
+        await send('DOM.enable');
+        await send('Accessibility.enable');
+        const { frameTree } = await send('Page.getFrameTree');
+        if (!gates.setMainFrame(gate, frameTree.frame)) fail('POLICY_DENIED');
+        // queryAXTree never answers on a hidden tab.
+        tab = await chrome.tabs.update(tabId, { active: true });
+      } catch (e) {
+        gates.end(gate, false);
+        // The tab closed, or left the origin, while we attached.
+        if (e.code === 'LEASE_REVOKED') fail('STALE_TARGET');
+        throw e;
+      }
+      return { granted: true, documentEpoch: gate.epoch, url: tab.url, title: tab.title ?? '' };
+    } finally {
+      gates.unreserve(tabId);
+    }
+  }
+
+  function revoke(conn, params) {
+    const lease = parseLease(params.lease);
+    const gate = gates.get(tabOf(conn, lease));
+    if (gate?.conn === conn && gate.leaseId === lease.id && gate.token === lease.token) gates.end(gate, false);
+    return { released: true };
+  }
+
+  // leased checks a request's shape (check throws INVALID_REQUEST and the
+  // like), then runs fn in the tab's queue once the gate admits the lease.
+  const leased = (check, fn) => (conn, params, signal) => {
+    const lease = parseLease(params.lease);
+    check(params);
+    const gate = gates.check(conn, lease);
+    return gates.run(gate, signal, async () => {
+      const tab = await gates.authorize(conn, lease, gate);
+      const send = (method, p) => gates.send(gate, signal, method, p);
+      const page = { documentEpoch: gate.epoch, url: tab.url, title: tab.title ?? '' };
+      return fn({ gate, send, page, request: params.request, params });
+    });
+  };
+
+  const inputMethod = (kind) => leased(
+    (p) => input.checkRequest(kind, p.request),
+    ({ gate, send, request }) => input.dispatch(kind, gate, send, request),
+  );
+
+  const methods = {
+    'tabs.list': async (conn) => (await chrome.tabs.query({}))
+      .filter((t) => isHttp(t.url))
+      .map((t) => ({ id: `${conn.instanceId}:${t.id}`, instanceId: conn.instanceId, url: t.url, title: t.title ?? '' })),
+    'lease.grant': grant,
+    'lease.revoke': revoke,
+    'ax.read': leased(
+      ({ request: r }) => {
+        if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0))) fail('INVALID_REQUEST');
+      },
+      ({ send, page, request }) => ax.read(send, page, request.backendNodeId),
+    ),
+    'ax.find': leased(
+      ({ request: r }) => {
+        if (!isObject(r) || !nonEmpty(r.name) || (r.role !== undefined && !nonEmpty(r.role))) fail('INVALID_REQUEST');
+      },
+      ({ send, page, request }) => ax.find(send, page, request.name, request.role),
+    ),
+    cdp: leased((p) => checkCdp(p.method, p.params), ({ send, params }) => send(params.method, params.params)),
+    'input.click': inputMethod('click'),
+    'input.text': inputMethod('text'),
+    'input.key': inputMethod('key'),
+  };
+
+  async function popupState() {
+    const tabs = await Promise.all(gates.list().map(async (g) => {
+      const tab = await chrome.tabs.get(g.tabId).catch(() => ({}));
+      return { tabId: g.tabId, title: tab.title ?? '', url: tab.url ?? '', scope: g.scope };
+    }));
+    return { status: transport.status(), tabs };
+  }
+
+  chrome.debugger.onEvent.addListener(gates.onEvent);
+  chrome.debugger.onDetach.addListener(gates.onDetach);
+  chrome.tabs.onRemoved.addListener(gates.onTabRemoved);
+  chrome.windows.onRemoved.addListener(approvals.onWindowRemoved);
+  chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
+    switch (msg?.type) {
+      case 'approval.get':
+      case 'approval.answer':
+        sendResponse(approvals.onMessage(msg, sender));
+        return false;
+      case 'popup.state':
+        popupState().then(sendResponse);
+        return true; // answered asynchronously
+      case 'popup.stop':
+        gates.stopAll();
+        sendResponse(true);
+        return false;
+    }
+    return false;
+  });
+
+  return {
+    // start connects at once; stale attachments of an earlier worker are
+    // swept in parallel, and grants wait for the sweep.
+    start() {
+      gates.sweep();
+      transport.connect();
+    },
+    transport,
+    gates,
+  };
+}

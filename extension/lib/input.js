@@ -1,0 +1,135 @@
+// The fenced input seam: every check runs right before dispatch, and nothing
+// is dispatched when one fails.
+import { CodeError, fail, isObject, orFail } from './errors.js';
+
+const MAX_TEXT = 10000;
+const CTRL = 2;
+const SHIFT = 8;
+
+// The named keys the broker may press, as CDP key events need them.
+export const namedKeys = new Map(Object.entries({
+  Enter: { key: 'Enter', code: 'Enter', keyCode: 13, text: '\r' },
+  Tab: { key: 'Tab', code: 'Tab', keyCode: 9 },
+  Escape: { key: 'Escape', code: 'Escape', keyCode: 27 },
+  Space: { key: ' ', code: 'Space', keyCode: 32, text: ' ' },
+  ArrowUp: { key: 'ArrowUp', code: 'ArrowUp', keyCode: 38 },
+  ArrowDown: { key: 'ArrowDown', code: 'ArrowDown', keyCode: 40 },
+  ArrowLeft: { key: 'ArrowLeft', code: 'ArrowLeft', keyCode: 37 },
+  ArrowRight: { key: 'ArrowRight', code: 'ArrowRight', keyCode: 39 },
+  Home: { key: 'Home', code: 'Home', keyCode: 36 },
+  End: { key: 'End', code: 'End', keyCode: 35 },
+  PageUp: { key: 'PageUp', code: 'PageUp', keyCode: 33 },
+  PageDown: { key: 'PageDown', code: 'PageDown', keyCode: 34 },
+  Backspace: { key: 'Backspace', code: 'Backspace', keyCode: 8 },
+  Delete: { key: 'Delete', code: 'Delete', keyCode: 46 },
+}));
+const selectAllKey = { key: 'a', code: 'KeyA', keyCode: 65 };
+
+// keyPair is one keyDown/keyUp pair. Keys that type text send keyDown with
+// the text; the others send rawKeyDown, as a real keyboard does.
+export function keyPair({ key, code, keyCode, text }, modifiers = 0, commands) {
+  const base = { key, code, windowsVirtualKeyCode: keyCode, nativeVirtualKeyCode: keyCode, modifiers };
+  const down = text ? { ...base, type: 'keyDown', text, unmodifiedText: text } : { ...base, type: 'rawKeyDown' };
+  if (commands) down.commands = commands;
+  return [down, { ...base, type: 'keyUp' }].map((p) => ['Input.dispatchKeyEvent', p]);
+}
+
+const codePoints = (s) => [...s].length;
+
+export function checkRequest(kind, r) {
+  if (!validRequest(kind, r)) fail('INVALID_REQUEST');
+}
+
+function validRequest(kind, r) {
+  const t = r?.target;
+  if (!isObject(r) || typeof r.documentEpoch !== 'string' || !isObject(t) ||
+      !(Number.isInteger(t.backendNodeId) && t.backendNodeId > 0) ||
+      typeof t.role !== 'string' || typeof t.name !== 'string') return false;
+  switch (kind) {
+    case 'click':
+      return Number.isFinite(r.x) && Number.isFinite(r.y);
+    case 'text':
+      return typeof r.text === 'string' && codePoints(r.text) <= MAX_TEXT && ['replace', 'insert', 'append'].includes(r.mode);
+    case 'key':
+      return namedKeys.has(r.key) && (r.shift === undefined || typeof r.shift === 'boolean');
+  }
+  return false;
+}
+
+// events lists the CDP calls that make up one input, in order.
+function events(kind, r) {
+  switch (kind) {
+    case 'click': {
+      const at = { x: r.x, y: r.y, button: 'left', clickCount: 1 };
+      return [
+        ['Input.dispatchMouseEvent', { ...at, type: 'mousePressed', buttons: 1 }],
+        ['Input.dispatchMouseEvent', { ...at, type: 'mouseReleased', buttons: 0 }],
+      ];
+    }
+    case 'text': {
+      const steps = [];
+      if (r.mode === 'replace') steps.push(...keyPair(selectAllKey, CTRL, ['selectAll']));
+      if (r.mode === 'append') steps.push(...keyPair(namedKeys.get('End'), CTRL, ['moveToEndOfDocument']));
+      if (r.mode === 'replace' && r.text === '') steps.push(...keyPair(namedKeys.get('Backspace')));
+      else steps.push(['Input.insertText', { text: r.text }]);
+      return steps;
+    }
+    case 'key':
+      return keyPair(namedKeys.get(r.key), r.shift ? SHIFT : 0);
+  }
+}
+
+// Whether the hit node is the target or inside it, across shadow roots.
+const INSIDE = 'function (target) { for (let n = this; n; n = n.parentNode || n.host) if (n === target) return true; return false; }';
+
+async function hitTest(gate, send, backendNodeId, x, y) {
+  // (x, y) is in viewport CSS pixels, but DOM.getNodeForLocation takes
+  // document coordinates (Chromium 156): add the scroll offset.
+  const { cssVisualViewport: view } = await orFail(send('Page.getLayoutMetrics', {}), 'NOT_ACTIONABLE');
+  const at = { x: Math.floor(view.pageX + x), y: Math.floor(view.pageY + y), includeUserAgentShadowDOM: true };
+  const hit = await orFail(send('DOM.getNodeForLocation', at), 'NOT_ACTIONABLE');
+  if (hit.backendNodeId === backendNodeId) return;
+  // Ancestry is decided in an isolated world, where page scripts cannot
+  // redefine parentNode to hide an overlay.
+  const objectGroup = 'dsh-hit-test';
+  try {
+    const { executionContextId } = await send('Page.createIsolatedWorld', { frameId: hit.frameId ?? gate.mainFrameId, worldName: objectGroup });
+    const resolve = async (id) => (await send('DOM.resolveNode', { backendNodeId: id, executionContextId, objectGroup })).object.objectId;
+    const hitObject = await resolve(hit.backendNodeId);
+    const targetObject = await resolve(backendNodeId);
+    const { result } = await send('Runtime.callFunctionOn', {
+      objectId: hitObject, functionDeclaration: INSIDE, arguments: [{ objectId: targetObject }], returnByValue: true,
+    });
+    if (result.value !== true) fail('NOT_ACTIONABLE');
+  } catch (e) {
+    if (e instanceof CodeError) throw e;
+    fail('NOT_ACTIONABLE'); // the hit node is in another frame, or went away
+  } finally {
+    send('Runtime.releaseObjectGroup', { objectGroup }).catch(() => {});
+  }
+}
+
+// dispatch runs the checks of PROVIDER.md "Input" in order, then the events.
+// The gate itself is checked by send() before every call.
+export async function dispatch(kind, gate, send, r) {
+  const t = r.target;
+  if (r.documentEpoch !== gate.epoch) fail('STALE_TARGET');
+  const { nodes } = await orFail(send('Accessibility.getPartialAXTree', { backendNodeId: t.backendNodeId, fetchRelatives: false }), 'STALE_TARGET');
+  const n = nodes?.find((x) => x.backendDOMNodeId === t.backendNodeId);
+  if (!n || n.ignored || String(n.role?.value ?? '') !== t.role || String(n.name?.value ?? '') !== t.name) fail('STALE_TARGET');
+  if (kind === 'click') await hitTest(gate, send, t.backendNodeId, r.x, r.y);
+  else await orFail(send('DOM.focus', { backendNodeId: t.backendNodeId }), 'NOT_ACTIONABLE');
+  if (r.documentEpoch !== gate.epoch) fail('STALE_TARGET'); // navigated while we checked
+
+  let sent = 0;
+  try {
+    for (const [method, params] of events(kind, r)) {
+      await send(method, params);
+      sent++;
+    }
+  } catch (e) {
+    if (sent === 0 && e instanceof CodeError) throw e;
+    fail('INTERNAL_ERROR'); // part of the input may have happened: the outcome is unknown
+  }
+  return { dispatched: true };
+}

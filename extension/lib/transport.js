@@ -1,0 +1,175 @@
+// The native connection to the broker: hello/welcome, envelope rules,
+// per-connection limits and reconnection. One connection is current at a
+// time; a closed connection's port can no longer reach anything.
+import { validateEnvelope, validateWelcome, errorCodes } from './schema.js';
+import { CodeError } from './errors.js';
+
+const HOST = 'dev.dsh.broker';
+const WELCOME_TIMEOUT_MS = 3000;
+const MAX_IN_FLIGHT = 32;
+const MAX_REQUEST_IDS = 10000;
+export const MAX_VALUE_BYTES = 900000;
+const BACKOFF_MIN_MS = 500;
+const BACKOFF_MAX_MS = 30000;
+const PERSONAL_MODE = 'broker.personal-mode.v1';
+
+const utf8 = new TextEncoder();
+
+// createTransport wires one connection at a time. handle(conn, method,
+// params, signal) answers broker requests; onClose(conn) runs synchronously
+// on every teardown, before the port is dropped.
+export function createTransport({ chrome, timers, uuid, hello, requiredCapabilities, handle, onClose }) {
+  let current = null;
+  let backoff = BACKOFF_MIN_MS;
+
+  function connect() {
+    const conn = {
+      instanceId: uuid(),
+      helloId: uuid(),
+      port: null,
+      welcomed: false,
+      closed: false,
+      personal: false,
+      ids: new Set(), // every request ID seen on this connection
+      inFlight: new Map(), // request ID -> AbortController
+      timer: null,
+    };
+    current = conn;
+    try {
+      conn.port = chrome.runtime.connectNative(HOST);
+    } catch {
+      close(conn);
+      return;
+    }
+    conn.port.onMessage.addListener((msg) => receive(conn, msg));
+    conn.port.onDisconnect.addListener(() => {
+      console.info('dsh: native port closed:', chrome.runtime.lastError?.message ?? 'no reason');
+      close(conn);
+    });
+    conn.timer = timers.setTimeout(() => close(conn), WELCOME_TIMEOUT_MS);
+    post(conn, { type: 'request', id: conn.helloId, method: 'hello', params: hello(conn.instanceId) });
+  }
+
+  function post(conn, envelope) {
+    if (conn.closed) return;
+    try {
+      conn.port.postMessage(envelope);
+    } catch {
+      close(conn); // the port is already gone
+    }
+  }
+
+  function receive(conn, msg) {
+    if (conn.closed) return;
+    if (!validateEnvelope(msg)) return close(conn);
+    if (!conn.welcomed) return handshake(conn, msg);
+    if (msg.type === 'request') return request(conn, msg);
+    if (msg.type === 'cancel') return cancel(conn, msg.id);
+    close(conn); // we sent no request after the hello, and events are ours to send
+  }
+
+  function handshake(conn, msg) {
+    if (msg.type === 'response' && msg.id === conn.helloId) {
+      const w = msg.value;
+      const acceptable = msg.ok && validateWelcome(w) && w.version === 1 &&
+        requiredCapabilities.every((c) => w.capabilities.includes(c));
+      if (!acceptable) return close(conn);
+      timers.clearTimeout(conn.timer);
+      conn.welcomed = true;
+      conn.personal = w.capabilities.includes(PERSONAL_MODE);
+      backoff = BACKOFF_MIN_MS;
+      return;
+    }
+    // No operation before the welcome: refuse requests, close on anything else.
+    if (msg.type === 'request' && remember(conn, msg.id)) return post(conn, failure(msg.id, 'POLICY_DENIED'));
+    close(conn);
+  }
+
+  // remember records a request ID; reuse, or more IDs than we remember,
+  // closes the connection rather than risk dispatching something twice.
+  function remember(conn, id) {
+    if (conn.ids.has(id) || conn.ids.size >= MAX_REQUEST_IDS) {
+      close(conn);
+      return false;
+    }
+    conn.ids.add(id);
+    return true;
+  }
+
+  function request(conn, msg) {
+    if (!remember(conn, msg.id)) return;
+    if (conn.inFlight.size >= MAX_IN_FLIGHT) return close(conn);
+    const ac = new AbortController();
+    conn.inFlight.set(msg.id, ac);
+    Promise.resolve()
+      .then(() => handle(conn, msg.method, msg.params, ac.signal))
+      .then((value) => success(msg.id, value), (err) => failure(msg.id, codeOf(err)))
+      .then((envelope) => {
+        if (conn.inFlight.get(msg.id) !== ac) return; // cancelled, or the connection closed
+        conn.inFlight.delete(msg.id);
+        post(conn, envelope);
+      });
+  }
+
+  function cancel(conn, id) {
+    const ac = conn.inFlight.get(id);
+    if (!ac) return; // finished already, or never seen
+    conn.inFlight.delete(id);
+    ac.abort(new CodeError('CANCELLED'));
+    post(conn, failure(id, 'CANCELLED'));
+  }
+
+  // close tears a connection down, exactly once. It runs for our own closes
+  // too: Chrome fires onDisconnect only on the other end of a port.
+  function close(conn) {
+    if (conn.closed) return;
+    conn.closed = true;
+    timers.clearTimeout(conn.timer);
+    for (const ac of conn.inFlight.values()) ac.abort(new CodeError('CONNECTION_LOST'));
+    conn.inFlight.clear();
+    onClose(conn);
+    try {
+      conn.port?.disconnect();
+    } catch {
+      // already disconnected
+    }
+    if (current === conn) {
+      current = null;
+      timers.setTimeout(connect, backoff);
+      backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
+    }
+  }
+
+  function emit(conn, event, value) {
+    if (conn.welcomed) post(conn, { type: 'event', event, value });
+  }
+
+  function status() {
+    if (!current || !current.port) return 'Disconnected';
+    if (!current.welcomed) return 'Connecting';
+    return current.personal ? 'Connected · Personal' : 'Connected';
+  }
+
+  return { connect, emit, status };
+}
+
+function success(id, value) {
+  let json;
+  try {
+    json = JSON.stringify(value ?? null);
+  } catch {
+    return failure(id, 'INTERNAL_ERROR');
+  }
+  if (utf8.encode(json).length > MAX_VALUE_BYTES) return failure(id, 'QUEUE_FULL');
+  return { type: 'response', id, ok: true, value: value ?? null };
+}
+
+function failure(id, code) {
+  return { type: 'response', id, ok: false, code };
+}
+
+function codeOf(err) {
+  if (err instanceof CodeError && errorCodes.has(err.code)) return err.code;
+  console.warn('dsh: internal error:', err);
+  return 'INTERNAL_ERROR';
+}

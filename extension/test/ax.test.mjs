@@ -1,0 +1,161 @@
+// Bounded AX reads and finds over a FAKE accessibility tree.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup } from './fake-chrome.mjs';
+import { BUDGET } from '../lib/ax.js';
+
+// tree serves nodes {nodeId, childIds, ...} the way Chromium does: getChildAXNodes
+// answers a node's children.
+function serve(t, nodes) {
+  const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+  t.chrome.cdp.set('Accessibility.getRootAXNode', () => ({ node: nodes[0] }));
+  t.chrome.cdp.set('Accessibility.getChildAXNodes', ({ id }) => ({ nodes: (byId.get(id).childIds ?? []).map((c) => byId.get(c)) }));
+  t.chrome.cdp.set('Accessibility.getPartialAXTree', ({ backendNodeId }) => {
+    const n = nodes.find((x) => x.backendDOMNodeId === backendNodeId);
+    if (!n) throw new Error('No node found for given backend id');
+    return { nodes: [n] };
+  });
+}
+
+const node = (nodeId, role, name, extra = {}) => ({
+  nodeId, ignored: false, role: { type: 'role', value: role }, name: { type: 'computedString', value: name }, ...extra,
+});
+
+async function granted() {
+  const t = await setup({ personal: true });
+  t.chrome.addTab(1, 'https://a.test/', 'A');
+  const { lease } = await t.grant(1);
+  t.read = (request = {}) => t.call('ax.read', { lease, request });
+  t.find = (request) => t.call('ax.find', { lease, request });
+  t.calls = (m) => t.chrome.commands.filter((c) => c.method === m).length;
+  return t;
+}
+
+test('a read walks through ignored nodes in document order and projects the listed props', async () => {
+  const t = await granted();
+  serve(t, [
+    node('1', 'RootWebArea', 'A', { childIds: ['2', '5'], backendDOMNodeId: 1 }),
+    { nodeId: '2', ignored: true, role: { value: 'none' }, childIds: ['3', '4'] },
+    node('3', 'button', 'Save', { backendDOMNodeId: 30, properties: [
+      { name: 'focusable', value: { type: 'booleanOrUndefined', value: true } },
+      { name: 'disabled', value: { type: 'boolean', value: false } },
+      { name: 'labelledby', value: { type: 'nodeList', relatedNodes: [] } },
+    ] }),
+    node('4', 'StaticText', 'hello', { childIds: ['-9'] }),
+    node('-9', 'InlineTextBox', 'hello'),
+    node('5', 'checkbox', 'Agree', { properties: [{ name: 'checked', value: { type: 'tristate', value: 'mixed' } }] }),
+  ]);
+  const r = await t.read();
+  assert.deepEqual(r.value, {
+    documentEpoch: 'F1:L1', url: 'https://a.test/', title: 'A', truncated: false,
+    nodes: [
+      { axId: '1', backendNodeId: 1, role: 'RootWebArea', name: 'A', ignored: false, props: {} },
+      { axId: '3', parentAxId: '1', backendNodeId: 30, role: 'button', name: 'Save', ignored: false, props: { focusable: true, disabled: false } },
+      { axId: '4', parentAxId: '1', role: 'StaticText', name: 'hello', ignored: false, props: {} },
+      { axId: '5', parentAxId: '1', role: 'checkbox', name: 'Agree', ignored: false, props: { checked: 'mixed' } },
+    ],
+  });
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 0);
+});
+
+test('a read from backendNodeId starts at its AX node; a gone node is STALE_TARGET', async () => {
+  const t = await granted();
+  serve(t, [node('1', 'RootWebArea', 'A', { childIds: ['2'] }), node('2', 'list', 'L', { backendDOMNodeId: 20, childIds: ['3'] }), node('3', 'listitem', 'x')]);
+  const r = await t.read({ backendNodeId: 20 });
+  assert.deepEqual(r.value.nodes.map((n) => [n.axId, n.parentAxId]), [['2', undefined], ['3', '2']]);
+  assert.equal((await t.read({ backendNodeId: 21 })).code, 'STALE_TARGET');
+  assert.equal((await t.read({ backendNodeId: -1 })).code, 'INVALID_REQUEST');
+});
+
+test('password values and their inner text are never returned', async () => {
+  const t = await granted();
+  const editable = (multiline) => [
+    { name: 'editable', value: { type: 'token', value: 'plaintext' } },
+    { name: 'multiline', value: { type: 'boolean', value: multiline } },
+  ];
+  serve(t, [
+    node('1', 'RootWebArea', 'A', { childIds: ['2', '4', '5'] }),
+    node('2', 'textbox', 'Password', { backendDOMNodeId: 20, value: { value: 'hunter2' }, properties: editable(false), childIds: ['3'] }),
+    node('3', 'StaticText', 'hunter2'),
+    node('4', 'textbox', 'Name', { backendDOMNodeId: 40, value: { value: 'Ada' }, properties: editable(false) }),
+    node('5', 'textbox', 'Notes', { backendDOMNodeId: 50, value: { value: 'long' }, properties: editable(true) }),
+  ]);
+  t.chrome.cdp.set('DOM.describeNode', ({ backendNodeId }) => ({
+    node: { nodeName: 'INPUT', attributes: backendNodeId === 20 ? ['id', 'p', 'TYPE', 'Password'] : ['type', 'text'] },
+  }));
+  const nodes = (await t.read()).value.nodes;
+  assert.deepEqual(nodes.map((n) => [n.name, n.value]), [['A', undefined], ['Password', undefined], ['Name', 'Ada'], ['Notes', 'long']]);
+  assert.equal(t.calls('DOM.describeNode'), 2); // not for the multi-line field
+  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { nodeId: 1, backendNodeId: 11 } }));
+  t.chrome.cdp.set('Accessibility.queryAXTree', () => ({ nodes: [node('2', 'textbox', 'Password', { backendDOMNodeId: 20, value: { value: 'hunter2' }, properties: editable(false) })] }));
+  const found = (await t.find({ name: 'Password' })).value.nodes;
+  assert.deepEqual(found.map((n) => [n.name, n.value]), [['Password', undefined]]);
+});
+
+test('a field that cannot be asked for its type keeps its value back', async () => {
+  const t = await granted();
+  serve(t, [node('1', 'textbox', 'X', { backendDOMNodeId: 2, value: { value: 'v' }, properties: [{ name: 'editable', value: { value: 'plaintext' } }] })]);
+  t.chrome.cdp.set('DOM.describeNode', () => { throw new Error('gone'); });
+  assert.equal((await t.read()).value.nodes[0].value, undefined);
+});
+
+test('the node budget stops at 2,048 nodes', async () => {
+  const t = await granted();
+  const kids = Array.from({ length: 3000 }, (_, i) => node(`k${i}`, 'listitem', `${i}`));
+  serve(t, [node('1', 'list', 'L', { childIds: kids.map((k) => k.nodeId) }), ...kids]);
+  const r = (await t.read()).value;
+  assert.equal(r.nodes.length, BUDGET.nodes);
+  assert.equal(r.truncated, true);
+  assert.equal(r.nodes.at(-1).name, '2046');
+});
+
+test('the call budget stops at 512 CDP calls', async () => {
+  const t = await granted();
+  const nodes = [node('1', 'list', 'L', { childIds: [] })];
+  for (let i = 0; i < 600; i++) {
+    nodes[0].childIds.push(`g${i}`);
+    nodes.push(node(`g${i}`, 'group', '', { childIds: [`c${i}`] }), node(`c${i}`, 'text', `${i}`));
+  }
+  serve(t, nodes);
+  const before = t.chrome.commands.length;
+  const r = (await t.read()).value;
+  assert.equal(t.chrome.commands.length - before, BUDGET.calls);
+  assert.equal(r.truncated, true);
+});
+
+test('the depth budget stops at 64 levels', async () => {
+  const t = await granted();
+  const nodes = Array.from({ length: 100 }, (_, i) => node(`${i}`, 'group', `${i}`, i < 99 ? { childIds: [`${i + 1}`] } : {}));
+  serve(t, nodes);
+  const r = (await t.read()).value;
+  assert.equal(r.nodes.length, BUDGET.depth);
+  assert.equal(r.truncated, true);
+});
+
+test('the node JSON budget keeps the whole value under the reply cap', async () => {
+  const t = await granted();
+  const kids = Array.from({ length: 2000 }, (_, i) => node(`k${i}`, 'paragraph', 'x'.repeat(1000)));
+  serve(t, [node('1', 'main', '', { childIds: kids.map((k) => k.nodeId) }), ...kids]);
+  const r = await t.read();
+  assert.equal(r.ok, true);
+  assert.equal(r.value.truncated, true);
+  const size = Buffer.byteLength(JSON.stringify(r.value));
+  assert.ok(size <= 900_000 && size > 890_000, `${size}`);
+});
+
+test('a find is a literal queryAXTree search returning at most 128 non-ignored matches', async () => {
+  const t = await granted();
+  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { nodeId: 1, backendNodeId: 11 } }));
+  const matches = Array.from({ length: 200 }, (_, i) => node(`m${i}`, 'button', 'Go', { ignored: i % 2 === 1, parentId: 'p' }));
+  t.chrome.cdp.set('Accessibility.queryAXTree', () => ({ nodes: matches }));
+  const r = (await t.find({ name: 'Go', role: 'button' })).value;
+  assert.deepEqual(t.chrome.commands.find((c) => c.method === 'Accessibility.queryAXTree').params, { backendNodeId: 11, accessibleName: 'Go', role: 'button' });
+  assert.equal(r.nodes.length, 100);
+  assert.equal(r.truncated, false);
+  assert.deepEqual(r.nodes[0], { axId: 'm0', parentAxId: 'p', role: 'button', name: 'Go', ignored: false, props: {} });
+  matches.forEach((m) => (m.ignored = false));
+  const all = (await t.find({ name: 'Go' })).value;
+  assert.equal(all.nodes.length, 128);
+  assert.equal(all.truncated, true);
+  assert.equal((await t.find({ name: '' })).code, 'INVALID_REQUEST');
+});

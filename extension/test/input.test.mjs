@@ -1,0 +1,160 @@
+// The named-key table and the fenced input dispatch.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { namedKeys, keyPair } from '../lib/input.js';
+import { setup } from './fake-chrome.mjs';
+
+test('the named-key table has exactly the keys of the contract', () => {
+  assert.deepEqual([...namedKeys.keys()], ['Enter', 'Tab', 'Escape', 'Space', 'ArrowUp', 'ArrowDown', 'ArrowLeft',
+    'ArrowRight', 'Home', 'End', 'PageUp', 'PageDown', 'Backspace', 'Delete']);
+  assert.deepEqual(Object.fromEntries([...namedKeys].map(([k, v]) => [k, v.keyCode])), {
+    Enter: 13, Tab: 9, Escape: 27, Space: 32, ArrowUp: 38, ArrowDown: 40, ArrowLeft: 37, ArrowRight: 39,
+    Home: 36, End: 35, PageUp: 33, PageDown: 34, Backspace: 8, Delete: 46,
+  });
+});
+
+test('text keys send keyDown with text, the others rawKeyDown; Shift is modifier 8', () => {
+  assert.deepEqual(keyPair(namedKeys.get('Enter')), [
+    ['Input.dispatchKeyEvent', { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13, modifiers: 0, type: 'keyDown', text: '\r', unmodifiedText: '\r' }],
+    ['Input.dispatchKeyEvent', { key: 'Enter', code: 'Enter', windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13, modifiers: 0, type: 'keyUp' }],
+  ]);
+  const [[, down], [, up]] = keyPair(namedKeys.get('Tab'), 8);
+  assert.deepEqual([down.type, down.key, down.modifiers, up.type, up.modifiers], ['rawKeyDown', 'Tab', 8, 'keyUp', 8]);
+  assert.equal(keyPair(namedKeys.get('Space'))[0][1].key, ' ');
+});
+
+const target = { backendNodeId: 42, role: 'button', name: 'Save' };
+
+// granted sets up a leased tab whose node 42 is a "Save" button.
+async function granted() {
+  const t = await setup({ personal: true });
+  t.chrome.addTab(1, 'https://a.test/');
+  const { lease } = await t.grant(1);
+  const ax = { role: 'button', name: 'Save' };
+  t.ax = ax;
+  t.chrome.cdp.set('Accessibility.getPartialAXTree', ({ backendNodeId }) => ({
+    nodes: backendNodeId === 42 ? [{ nodeId: '7', backendDOMNodeId: 42, ignored: false, role: { value: ax.role }, name: { value: ax.name } }] : [],
+  }));
+  t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 42, frameId: 'F1' }));
+  t.chrome.cdp.set('Page.getLayoutMetrics', () => ({ cssVisualViewport: { pageX: 0, pageY: 1000.5, scale: 1 } }));
+  for (const m of ['Input.dispatchMouseEvent', 'Input.dispatchKeyEvent', 'Input.insertText', 'DOM.focus']) t.chrome.cdp.set(m, () => ({}));
+  t.dispatched = () => t.chrome.commands.filter((c) => c.method.startsWith('Input.'));
+  t.input = (kind, request) => t.call(`input.${kind}`, { lease, request: { documentEpoch: 'F1:L1', target, ...request } });
+  return t;
+}
+
+test('a click hit-tests in document coordinates, then sends one left press/release pair', async () => {
+  const t = await granted();
+  const r = await t.input('click', { x: 10.5, y: 20 });
+  assert.deepEqual(r.value, { dispatched: true });
+  const hit = t.chrome.commands.find((c) => c.method === 'DOM.getNodeForLocation');
+  assert.deepEqual(hit.params, { x: 10, y: 1020, includeUserAgentShadowDOM: true }); // document coordinates
+  assert.deepEqual(t.dispatched().map((c) => c.params), [
+    { x: 10.5, y: 20, button: 'left', clickCount: 1, type: 'mousePressed', buttons: 1 },
+    { x: 10.5, y: 20, button: 'left', clickCount: 1, type: 'mouseReleased', buttons: 0 },
+  ]);
+});
+
+test('a stale epoch, a changed role or name, or a gone node dispatches nothing', async () => {
+  const t = await granted();
+  const before = t.chrome.commands.length;
+  assert.equal((await t.input('click', { x: 1, y: 1, documentEpoch: 'F1:L0' })).code, 'STALE_TARGET');
+  assert.equal(t.chrome.commands.length, before); // refused before any debugger call
+  t.ax.name = 'Delete';
+  assert.equal((await t.input('click', { x: 1, y: 1 })).code, 'STALE_TARGET');
+  t.ax.name = 'Save';
+  t.ax.role = 'link';
+  assert.equal((await t.input('key', { key: 'Enter' })).code, 'STALE_TARGET');
+  t.chrome.cdp.set('Accessibility.getPartialAXTree', () => { throw new Error('No node found for given backend id'); });
+  assert.equal((await t.input('text', { text: 'x', mode: 'insert' })).code, 'STALE_TARGET');
+  assert.equal(t.dispatched().length, 0);
+});
+
+test('a click that would land on another element is NOT_ACTIONABLE', async () => {
+  const t = await granted();
+  t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 99, frameId: 'F1' }));
+  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: 5 }));
+  t.chrome.cdp.set('DOM.resolveNode', ({ backendNodeId, executionContextId }) => ({ object: { objectId: `${executionContextId}/${backendNodeId}` } }));
+  t.chrome.cdp.set('Runtime.releaseObjectGroup', () => ({}));
+  let inside = false;
+  t.chrome.cdp.set('Runtime.callFunctionOn', () => ({ result: { type: 'boolean', value: inside } }));
+  assert.equal((await t.input('click', { x: 5, y: 5 })).code, 'NOT_ACTIONABLE');
+  assert.equal(t.dispatched().length, 0);
+  const call = t.chrome.commands.find((c) => c.method === 'Runtime.callFunctionOn').params;
+  assert.deepEqual([call.objectId, call.arguments], ['5/99', [{ objectId: '5/42' }]]);
+  assert.ok(t.chrome.commands.some((c) => c.method === 'Runtime.releaseObjectGroup'));
+  inside = true; // the hit node is inside the target (a span in a button)
+  assert.equal((await t.input('click', { x: 5, y: 5 })).ok, true);
+  t.chrome.cdp.set('DOM.getNodeForLocation', () => { throw new Error('No node found at given location'); });
+  assert.equal((await t.input('click', { x: 5, y: 5 })).code, 'NOT_ACTIONABLE');
+});
+
+test('text modes: replace selects all, append goes to the end, insert types at the caret', async () => {
+  const t = await granted();
+  const steps = async (request) => {
+    const from = t.chrome.commands.length;
+    assert.equal((await t.input('text', request)).ok, true);
+    return t.chrome.commands.slice(from).filter((c) => c.method !== 'Accessibility.getPartialAXTree')
+      .map((c) => c.method === 'Input.dispatchKeyEvent' ? `${c.params.type}:${c.params.key}:${c.params.commands ?? ''}` : c.method === 'Input.insertText' ? `insert:${c.params.text}` : c.method);
+  };
+  assert.deepEqual(await steps({ text: 'hi', mode: 'replace' }), ['DOM.focus', 'rawKeyDown:a:selectAll', 'keyUp:a:', 'insert:hi']);
+  assert.deepEqual(await steps({ text: '', mode: 'replace' }), ['DOM.focus', 'rawKeyDown:a:selectAll', 'keyUp:a:', 'rawKeyDown:Backspace:', 'keyUp:Backspace:']);
+  assert.deepEqual(await steps({ text: '!', mode: 'append' }), ['DOM.focus', 'rawKeyDown:End:moveToEndOfDocument', 'keyUp:End:', 'insert:!']);
+  assert.deepEqual(await steps({ text: 'x', mode: 'insert' }), ['DOM.focus', 'insert:x']);
+});
+
+test('a key is DOM.focus then one pair from the table', async () => {
+  const t = await granted();
+  assert.equal((await t.input('key', { key: 'Tab', shift: true })).ok, true);
+  assert.deepEqual(t.chrome.commands.slice(-3).map((c) => [c.method, c.params.type, c.params.modifiers]), [
+    ['DOM.focus', undefined, undefined], ['Input.dispatchKeyEvent', 'rawKeyDown', 8], ['Input.dispatchKeyEvent', 'keyUp', 8],
+  ]);
+});
+
+test('malformed input requests are INVALID_REQUEST', async () => {
+  const t = await granted();
+  for (const [kind, request] of [
+    ['key', { key: 'F5' }],
+    ['key', { key: 'constructor' }],
+    ['key', { key: 'Enter', shift: 'yes' }],
+    ['text', { text: 'x', mode: 'overwrite' }],
+    ['text', { text: 'x'.repeat(10001), mode: 'insert' }],
+    ['click', { x: 'a', y: 1 }],
+    ['click', { x: 1, y: 1, target: { backendNodeId: 0, role: 'button', name: 'Save' } }],
+  ]) assert.equal((await t.input(kind, request)).code, 'INVALID_REQUEST', JSON.stringify(request));
+  assert.equal((await t.input('text', { text: '😀'.repeat(10000), mode: 'insert' })).ok, true); // 10,000 characters
+});
+
+test('a failure before dispatch keeps its code; one midway is INTERNAL_ERROR', async () => {
+  const t = await granted();
+  t.chrome.cdp.set('DOM.focus', () => { throw new Error('Element is not focusable'); });
+  assert.equal((await t.input('key', { key: 'Enter' })).code, 'NOT_ACTIONABLE');
+  assert.equal(t.dispatched().length, 0);
+  t.chrome.cdp.set('DOM.focus', () => ({}));
+  let n = 0;
+  t.chrome.cdp.set('Input.dispatchKeyEvent', () => {
+    if (++n === 2) throw new Error('target crashed');
+    return {};
+  });
+  assert.equal((await t.input('key', { key: 'Enter' })).code, 'INTERNAL_ERROR');
+});
+
+test('a navigation while the checks run dispatches nothing', async () => {
+  const t = await granted();
+  t.chrome.cdp.set('DOM.focus', () => {
+    t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
+    return {};
+  });
+  assert.equal((await t.input('text', { text: 'x', mode: 'insert' })).code, 'STALE_TARGET');
+  assert.equal(t.dispatched().length, 0);
+});
+
+test('Stop between the checks and the events dispatches nothing', async () => {
+  const t = await granted();
+  t.chrome.cdp.set('DOM.focus', async () => {
+    await t.chrome.message({ type: 'popup.stop' });
+    return {};
+  });
+  assert.equal((await t.input('key', { key: 'Enter' })).code, 'LEASE_REVOKED');
+  assert.equal(t.dispatched().length, 0);
+});
