@@ -25,7 +25,7 @@ const (
 // BrokerCapabilities is what this broker implements and offers in every
 // welcome. broker.personal-mode.v1 is added only in personal access mode.
 func BrokerCapabilities() []string {
-	return []string{CapRuntime}
+	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope}
 }
 
 // RequiredProviderCapabilities is what a provider must advertise to be
@@ -36,5 +36,5 @@ func BrokerCapabilities() []string {
 // scopes, bounded AX reads and searches): a provider without them could only
 // be driven through a less safe path, which the broker never falls back to.
 func RequiredProviderCapabilities() []string {
-	return []string{CapLeaseFencing, CapLeaseTabScope, CapAXRead, CapAXFind}
+	return []string{CapLeaseFencing, CapLeaseTabScope, CapAXRead, CapAXFind, CapInputNamedKeys}
 }
