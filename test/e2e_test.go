@@ -161,10 +161,23 @@ func TestE2ECrossOriginEndsRestrictedLease(t *testing.T) {
 func TestE2EStop(t *testing.T) {
 	t.Parallel()
 	s := stack.Start(t, "--access-mode=personal")
-	tab1, _ := s.Tab(t, s.Pages.URL("/form"))
+	tab1, target1 := s.Tab(t, s.Pages.URL("/form"))
 	tab2, _ := s.Tab(t, s.Pages.URL("/counter"))
 	l1, l2 := s.Claim(t, "s", tab1), s.Claim(t, "s", tab2)
+	worker := s.Browser.ServiceWorker(t, install.PinnedExtensionID)
+	badge := func() string {
+		return chromium.Eval[string](t, s.Browser, worker, fmt.Sprintf("chrome.action.getBadgeText({tabId: %d})", s.Browser.TabIDOf(t, target1)))
+	}
+	if got := badge(); got != "ON" {
+		t.Fatalf("badge on a leased tab: %q, want ON", got)
+	}
+
 	popup := s.Browser.OpenTab(t, "chrome-extension://"+install.PinnedExtensionID+"/popup.html")
+	// Extension pages are never claimable, even in personal mode.
+	popupTab := fmt.Sprintf("%s:%d", s.Instance, s.Browser.TabIDOf(t, popup))
+	if _, err := s.Call(t, "browser.claim", map[string]any{"sessionId": "s", "instanceId": s.Instance, "tab": popupTab}); !errors.Is(err, wire.Err(wire.CodeStaleTarget)) {
+		t.Fatalf("claim of an extension page: %v, want STALE_TARGET", err)
+	}
 	s.Browser.Click(t, popup, "#stop")
 	s.WaitRevoked(t, l1.ID)
 	s.WaitRevoked(t, l2.ID)
@@ -172,6 +185,9 @@ func TestE2EStop(t *testing.T) {
 		if _, err := s.Call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": id}); !errors.Is(err, wire.Err(wire.CodeLeaseRevoked)) {
 			t.Fatalf("lease %s usable after Stop: %v", id, err)
 		}
+	}
+	if got := badge(); got != "" {
+		t.Fatalf("badge after Stop: %q, want none", got)
 	}
 }
 
