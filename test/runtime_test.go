@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
+	"github.com/dsh-browser/broker/frames"
 	"github.com/dsh-browser/broker/internal/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -55,6 +56,12 @@ func (s *scripted) event(name string, value any) {
 	s.peer.Send(string(env))
 }
 
+// reply1 answers one request; the connection may already be closed by the
+// test's cleanup (the broker revokes leases as clients leave), which is fine.
+func (s *scripted) reply1(env []byte) {
+	frames.Write(s.peer.Conn, env)
+}
+
 func (s *scripted) serve() {
 	for {
 		s.peer.Conn.SetReadDeadline(time.Time{})
@@ -73,7 +80,7 @@ func (s *scripted) serve() {
 		go func() {
 			if f == nil {
 				env, _ := wire.Encode(wire.Failure(req.ID, wire.CodeUnsupportedCapability))
-				s.peer.Send(string(env))
+				s.reply1(env)
 				return
 			}
 			v, code := f(req)
@@ -84,7 +91,7 @@ func (s *scripted) serve() {
 				data, _ := json.Marshal(v)
 				env, _ = wire.Encode(wire.Success(req.ID, data))
 			}
-			s.peer.Send(string(env))
+			s.reply1(env)
 		}()
 	}
 }
