@@ -1,0 +1,258 @@
+package journal
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Record states.
+const (
+	StateReserved = "reserved" // intent is durable; the outcome is not known
+	StateSettled  = "settled"  // the outcome is recorded
+)
+
+// Dispatch values: what is known of the input reaching the page.
+const (
+	DispatchUnknown       = "unknown" // reserved: it may or may not have been sent
+	DispatchNotDispatched = "notDispatched"
+	DispatchDispatched    = "dispatched"
+	DispatchObserved      = "observed"
+)
+
+// Outcomes of a settled record.
+const (
+	OutcomeSucceeded = "succeeded"
+	OutcomeFailed    = "failed"
+	OutcomeCancelled = "cancelled"
+	OutcomeUnknown   = "unknown"
+)
+
+// MaxKind is the longest action kind the journal stores.
+const MaxKind = 32
+
+// Key identifies an action: Scope is the client's journalKey, NUL, and the
+// session ID (the runtime builds it); RequestID is the client's request ID.
+// Neither is stored: the journal keeps only a keyed hash of the pair.
+type Key struct {
+	Scope     string
+	RequestID string
+}
+
+// Record is what the journal knows of one action.
+type Record struct {
+	Hash       [32]byte  // the payload hash the action was reserved with
+	Kind       string    // the action kind ("click", "fill", …)
+	State      string    // StateReserved or StateSettled
+	Dispatch   string    // DispatchUnknown while reserved; then notDispatched, dispatched or observed
+	Outcome    string    // settled only: succeeded, failed, cancelled or unknown
+	ReservedAt time.Time // UTC, nanosecond precision
+	SettledAt  time.Time // settled only
+}
+
+// The on-disk format. Names are part of the format: never rename one.
+const (
+	format      = "dsh-journal/1"
+	macSize     = sha256.Size
+	keySize     = sha256.Size
+	maxValueLen = 1024 // a record is ~250 bytes; anything longer is not ours
+)
+
+var (
+	bucketRecords = []byte("records")
+	bucketMeta    = []byte("meta")
+	metaFormat    = []byte("format")
+	metaCheck     = []byte("check")
+)
+
+// diskRecord is the JSON of a record. Field order is the canonical order:
+// a stored record must re-encode to exactly its bytes.
+type diskRecord struct {
+	V          int    `json:"v"`
+	Hash       string `json:"hash"` // hex(payload hash XOR pad(key)), see mask
+	Kind       string `json:"kind"`
+	State      string `json:"state"`
+	Dispatch   string `json:"dispatch"`
+	Outcome    string `json:"outcome,omitempty"`
+	ReservedAt int64  `json:"reservedAt"`          // Unix nanoseconds
+	SettledAt  int64  `json:"settledAt,omitempty"` // Unix nanoseconds
+}
+
+// mac is HMAC-SHA256(secret, parts joined by NUL).
+func mac(secret []byte, parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	for i, p := range parts {
+		if i > 0 {
+			m.Write([]byte{0})
+		}
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+// dbKey is the bbolt key of k. It is injective because validKey forbids NUL
+// in RequestID: the last NUL of the MAC input ends the scope.
+func dbKey(secret []byte, k Key) []byte {
+	return mac(secret, []byte("key"), []byte(k.Scope), []byte(k.RequestID))
+}
+
+// checkValue lets Open tell a changed secret from a tampered record.
+func checkValue(secret []byte) []byte {
+	return mac(secret, []byte("check"), []byte(format))
+}
+
+// mask hides the payload hash behind a per-key pad, so that the file holds
+// no digest of a payload that could be tested against guesses (a typed
+// value is often guessable) without the secret. It is its own inverse.
+func mask(secret, key []byte, h [32]byte) [32]byte {
+	pad := mac(secret, []byte("hash"), key)
+	for i := range h {
+		h[i] ^= pad[i]
+	}
+	return h
+}
+
+func validKind(kind string) bool {
+	if len(kind) == 0 || len(kind) > MaxKind {
+		return false
+	}
+	for i := 0; i < len(kind); i++ {
+		c := kind[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validRecord checks the state machine: a reserved record has dispatch
+// unknown and no settle fields; a settled one has all of them.
+func validRecord(r *Record) error {
+	if !validKind(r.Kind) {
+		return fmt.Errorf("kind %q is not a short lowercase token", r.Kind)
+	}
+	if r.ReservedAt.IsZero() || r.ReservedAt.UnixNano() <= 0 {
+		return errors.New("no reservation time")
+	}
+	switch r.State {
+	case StateReserved:
+		if r.Dispatch != DispatchUnknown {
+			return fmt.Errorf("reserved record with dispatch %q", r.Dispatch)
+		}
+		if r.Outcome != "" || !r.SettledAt.IsZero() {
+			return errors.New("reserved record with settle fields")
+		}
+	case StateSettled:
+		if !validDispatch(r.Dispatch) {
+			return fmt.Errorf("settled record with dispatch %q", r.Dispatch)
+		}
+		if !validOutcome(r.Outcome) {
+			return fmt.Errorf("settled record with outcome %q", r.Outcome)
+		}
+		if r.SettledAt.IsZero() || r.SettledAt.UnixNano() <= 0 {
+			return errors.New("settled record without a settle time")
+		}
+	default:
+		return fmt.Errorf("state %q", r.State)
+	}
+	return nil
+}
+
+func validDispatch(d string) bool {
+	return d == DispatchNotDispatched || d == DispatchDispatched || d == DispatchObserved
+}
+
+func validOutcome(o string) bool {
+	return o == OutcomeSucceeded || o == OutcomeFailed || o == OutcomeCancelled || o == OutcomeUnknown
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// marshalRecord is the canonical JSON of r, with its hash masked for key.
+func marshalRecord(secret, key []byte, r *Record) ([]byte, error) {
+	if err := validRecord(r); err != nil {
+		return nil, err
+	}
+	h := mask(secret, key, r.Hash)
+	return json.Marshal(diskRecord{
+		V: 1, Hash: hex.EncodeToString(h[:]), Kind: r.Kind, State: r.State, Dispatch: r.Dispatch,
+		Outcome: r.Outcome, ReservedAt: unixNano(r.ReservedAt), SettledAt: unixNano(r.SettledAt),
+	})
+}
+
+// parseRecord decodes and validates canonical record JSON. It accepts only
+// what marshalRecord produces: re-encoding must give the same bytes.
+func parseRecord(secret, key, data []byte) (Record, error) {
+	var d diskRecord
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return Record{}, fmt.Errorf("record JSON: %v", err)
+	}
+	if dec.More() {
+		return Record{}, errors.New("record JSON: trailing data")
+	}
+	if d.V != 1 {
+		return Record{}, fmt.Errorf("record version %d", d.V)
+	}
+	var h [32]byte
+	if n, err := hex.Decode(h[:], []byte(d.Hash)); err != nil || n != len(h) || len(d.Hash) != 2*len(h) {
+		return Record{}, errors.New("record hash is not 64 hex digits")
+	}
+	r := Record{
+		Hash: mask(secret, key, h), Kind: d.Kind, State: d.State, Dispatch: d.Dispatch, Outcome: d.Outcome,
+		ReservedAt: fromUnixNano(d.ReservedAt), SettledAt: fromUnixNano(d.SettledAt),
+	}
+	again, err := marshalRecord(secret, key, &r)
+	if err != nil {
+		return Record{}, err
+	}
+	if !bytes.Equal(again, data) {
+		return Record{}, errors.New("record JSON is not in canonical form")
+	}
+	return r, nil
+}
+
+// encodeValue is the bbolt value of r under key: MAC || JSON.
+func encodeValue(secret, key []byte, r *Record) ([]byte, error) {
+	js, err := marshalRecord(secret, key, r)
+	if err != nil {
+		return nil, err
+	}
+	return seal(secret, key, js), nil
+}
+
+func seal(secret, key, js []byte) []byte {
+	v := make([]byte, 0, macSize+len(js))
+	v = append(v, mac(secret, []byte("record"), key, js)...)
+	return append(v, js...)
+}
+
+// decodeValue verifies and decodes a bbolt value. Any input is safe.
+func decodeValue(secret, key, v []byte) (Record, error) {
+	if len(v) <= macSize || len(v) > maxValueLen {
+		return Record{}, fmt.Errorf("record of %d bytes", len(v))
+	}
+	js := v[macSize:]
+	if !hmac.Equal(v[:macSize], mac(secret, []byte("record"), key, js)) {
+		return Record{}, errMAC
+	}
+	return parseRecord(secret, key, js)
+}
