@@ -96,6 +96,7 @@ type Status struct {
 	Capabilities []string          `json:"capabilities"`
 	Instances    []BrowserInstance `json:"instances"`
 	Leases       []StatusLease     `json:"leases"`
+	Journal      *JournalStatus    `json:"journal,omitempty"`
 	AllowOrigins []string          `json:"allowOrigins,omitempty"`
 	MaxSockets   int               `json:"maxSockets"`
 	MaxProviders int               `json:"maxProviders"`
@@ -114,6 +115,7 @@ func (s *Server) status(_ context.Context, _ *peer, params json.RawMessage) (any
 		Capabilities: s.caps,
 		Instances:    s.instanceList(),
 		Leases:       s.leaseList(),
+		Journal:      s.journalStatus(),
 		AllowOrigins: s.cfg.AllowOrigins,
 		MaxSockets:   s.cfg.MaxConnections,
 		MaxProviders: s.cfg.MaxProviders,
@@ -136,4 +138,25 @@ func (s *Server) leaseList() []StatusLease {
 		out = append(out, StatusLease{ID: l.ID, Tab: l.Tab, Origin: l.Origin, Scope: l.Scope, ExpiresAt: l.Expires.UTC().Truncate(time.Second)})
 	}
 	return out
+}
+
+// JournalStatus is the journal's state as broker.status reports it.
+type JournalStatus struct {
+	Path      string `json:"path"`
+	Entries   int    `json:"entries"`
+	Uncertain int    `json:"uncertain"` // intent recorded, outcome never recorded
+	Problem   string `json:"problem,omitempty"`
+	Fix       string `json:"fix,omitempty"`
+}
+
+func (s *Server) journalStatus() *JournalStatus {
+	if s.journal == nil {
+		return nil
+	}
+	st := s.journal.Status()
+	js := &JournalStatus{Path: st.Path, Entries: st.Entries, Uncertain: st.Reserved}
+	if st.Problem != nil {
+		js.Problem, js.Fix = st.Problem.Reason, st.Problem.Fix
+	}
+	return js
 }

@@ -110,6 +110,11 @@ func (p *peer) Event(ev *wire.Envelope) {
 // ConnID, Label and Notify make a client peer a browser.Client.
 func (p *peer) ConnID() uint64 { return p.id }
 func (p *peer) Label() string  { return p.label }
+func (p *peer) JournalKey() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hello.JournalKey
+}
 func (p *peer) Notify(event string, value any) error {
 	return p.conn.Notify(event, value)
 }

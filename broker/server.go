@@ -28,6 +28,7 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/internal/paths"
+	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -48,6 +49,7 @@ const (
 // Config configures a Server. RuntimeDir is required.
 type Config struct {
 	RuntimeDir string
+	StateDir   string       // holds journal.db; empty keeps action fences in memory only
 	SocketPath string       // default RUNTIME/broker.sock
 	Listener   net.Listener // a socket handed over by systemd; nil to listen on SocketPath
 
@@ -100,6 +102,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	rt      *browser.Runtime
+	journal *journal.Journal // nil without a state directory
+	lock    *os.File         // broker.lock, held for the server's life
 	token   []byte
 	caps    []string
 	started time.Time
@@ -113,8 +117,11 @@ type Server struct {
 	conns     sync.WaitGroup
 }
 
-// New prepares the runtime directory and token and returns a Server ready
-// to [Server.Serve].
+// New prepares the runtime directory and token, takes the runtime
+// directory's lock (one broker per directory) and opens the journal, and
+// returns a Server ready to [Server.Serve]. A journal that cannot be trusted
+// does not stop the broker: it keeps serving reads and refuses actions with
+// JOURNAL_UNAVAILABLE, and says why in the log and in broker status.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -126,6 +133,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	lock, err := lockFile(filepath.Join(cfg.RuntimeDir, "broker.lock"))
+	if err != nil {
+		return nil, err
+	}
 	caps := wire.BrokerCapabilities()
 	if cfg.AccessMode == AccessPersonal {
 		caps = append(caps, wire.CapPersonalMode)
@@ -133,18 +144,31 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
+		lock:    lock,
 		token:   token,
 		caps:    caps,
 		started: time.Now(),
 		peers:   make(map[*peer]struct{}),
 	}
-	s.rt = browser.New(browser.Config{
+	rc := browser.Config{
 		Personal:     cfg.AccessMode == AccessPersonal,
 		AllowOrigins: cfg.AllowOrigins,
 		Provider:     s.providerFor,
 		Client:       s.clientFor,
 		Logger:       cfg.Logger,
-	})
+	}
+	if cfg.StateDir != "" {
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("create the state directory: %w", err)
+		}
+		s.journal = journal.Open(filepath.Join(cfg.StateDir, paths.JournalName), token, journal.Options{Logger: cfg.Logger})
+		if p := s.journal.Err(); p != nil {
+			s.log.Error("the action journal is unavailable: actions are refused until it is fixed", "reason", p.Reason, "fix", p.Fix)
+		}
+		rc.Journal = s.journal
+	}
+	s.rt = browser.New(rc)
 	return s, nil
 }
 
@@ -152,15 +176,18 @@ func New(cfg Config) (*Server, error) {
 // closes the listener, closes every connection (their pending work is
 // cancelled) and waits for them. It returns nil after a clean shutdown.
 func (s *Server) Serve(ctx context.Context) error {
-	lock, err := lockFile(filepath.Join(s.cfg.RuntimeDir, "broker.lock"))
-	if err != nil {
-		return err
+	defer s.lock.Close()
+	if s.journal != nil {
+		defer s.journal.Close()
+		jctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.journal.Run(jctx) // hourly compaction
 	}
-	defer lock.Close()
 
 	ln := s.cfg.Listener
 	ownSocket := ln == nil
 	if ownSocket {
+		var err error
 		if ln, err = listenUnix(s.cfg.SocketPath); err != nil {
 			return err
 		}

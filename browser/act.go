@@ -4,10 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"time"
 
+	"github.com/dsh-browser/broker/internal/failpoint"
+	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
@@ -63,6 +67,7 @@ type ActionResult struct {
 	Postcondition string       `json:"postcondition"` // passed, failed, unverified
 	Code          wire.Code    `json:"code,omitempty"`
 	Observation   *Observation `json:"observation,omitempty"`
+	Recovery      *Recovery    `json:"recovery,omitempty"`
 }
 
 type actParams struct {
@@ -99,23 +104,31 @@ func (a *Action) valid() bool {
 	return true
 }
 
-// fence remembers an action request ID per owner, so a retry with the same
-// payload returns the first answer and never dispatches twice, and a reuse
-// with another payload is refused.
+// fence is the in-memory identity of one action: concurrent duplicates wait
+// for the first execution. For a client without a journalKey it is the only
+// fence and lives as long as the connection; for a durable client it is
+// dropped when the action completes, the journal holding the identity.
 type fence struct {
 	hash   [32]byte
 	done   chan struct{}
-	result *ActionResult
+	result *ActionResult // nil when err is set
 	err    error
 }
 
-type fenceKey struct {
-	owner lease.Owner
-	id    string
+// Recovery describes an earlier execution of a retried action whose result
+// is no longer available: it may have happened, and is never replayed.
+type Recovery struct {
+	State        string    `json:"state"`    // reserved: intent recorded, outcome never recorded; settled: completed
+	RecordedAt   time.Time `json:"recordedAt"`
+	Dispatch     string    `json:"dispatch"` // what is known of the input
+	PriorOutcome string    `json:"priorOutcome,omitempty"`
 }
 
 // Act performs one action on the leased page with the identity checks of
-// PROVIDER.md, then verifies the optional expectation.
+// PROVIDER.md, then verifies the optional expectation. Each (session,
+// requestId) runs at most once: a retry with the same payload gets the
+// first result while it is retained and a metadata-only RECOVERY_REQUIRED
+// after; a reuse with another payload is REQUEST_ID_CONFLICT.
 func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (any, error) {
 	var in actParams
 	if err := decodeParams(params, &in); err != nil {
@@ -133,33 +146,56 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 		}
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
 	}
-	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
 	payload, _ := json.Marshal(req) // canonical: fixed field order, no unknown fields
-	f, first, err := r.fence(owner, req.RequestID, sha256.Sum256(payload))
+	hash := sha256.Sum256(payload)
+
+	// The identity scope: the client's journalKey when it has one (it
+	// survives reconnects and broker restarts), else this connection.
+	durable := r.cfg.Journal != nil && c.JournalKey() != ""
+	scope := fmt.Sprintf("conn:%d", c.ConnID())
+	if durable {
+		scope = "key:" + c.JournalKey()
+	}
+	scope += "\x00" + in.SessionID
+	id := scope + "\x00" + req.RequestID
+
+	f, first, err := r.enter(id, hash)
 	if err != nil {
 		return nil, err
 	}
 	if !first {
 		select {
 		case <-f.done:
-			return f.result, f.err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		return r.answerRetry(id, f)
 	}
-	f.result, f.err = r.act(ctx, owner, req, timeout)
+	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
+	var res *ActionResult
+	if durable {
+		res, err = r.actDurable(ctx, owner, id, journal.Key{Scope: scope, RequestID: req.RequestID}, hash, req, timeout)
+	} else {
+		res, err = r.act(ctx, owner, req, timeout)
+	}
+	r.mu.Lock()
+	f.result, f.err = res, err
+	if _, seen := r.results.byID[id]; res != nil && !seen && res.Code != wire.CodeRecoveryRequired {
+		r.results.put(id, req.LeaseID, res) // a fresh execution; a cached answer keeps its age
+	}
+	if durable {
+		delete(r.fences, id)
+	}
+	r.mu.Unlock()
 	close(f.done)
-	return f.result, f.err
+	return res, err
 }
 
-func (r *Runtime) fence(owner lease.Owner, id string, hash [32]byte) (*fence, bool, error) {
+// enter registers an action identity, or returns the existing fence.
+func (r *Runtime) enter(id string, hash [32]byte) (*fence, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.fences == nil {
-		r.fences = make(map[fenceKey]*fence)
-	}
-	k := fenceKey{owner, id}
-	if f, ok := r.fences[k]; ok {
+	if f, ok := r.fences[id]; ok {
 		if f.hash != hash {
 			return nil, false, wire.Err(wire.CodeRequestIDConflict)
 		}
@@ -169,11 +205,96 @@ func (r *Runtime) fence(owner lease.Owner, id string, hash [32]byte) (*fence, bo
 		return nil, false, wire.Err(wire.CodeJournalFull)
 	}
 	f := &fence{hash: hash, done: make(chan struct{})}
-	r.fences[k] = f
+	r.fences[id] = f
 	return f, true, nil
 }
 
+// answerRetry answers a duplicate of a completed in-memory execution: the
+// retained result, the same error, or metadata-only RECOVERY_REQUIRED.
+func (r *Runtime) answerRetry(id string, f *fence) (any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	if res := r.results.get(id); res != nil {
+		return res, nil
+	}
+	return recovered(f.result.RequestID, &journal.Record{
+		State: journal.StateSettled, Dispatch: f.result.Dispatch, Outcome: f.result.Outcome, SettledAt: r.now(),
+	}), nil
+}
+
+// recovered is the metadata-only answer to a retry of an action whose
+// result is gone: it says what may have happened and never re-executes.
+func recovered(requestID string, rec *journal.Record) *ActionResult {
+	rv := &Recovery{State: rec.State, Dispatch: rec.Dispatch, RecordedAt: rec.ReservedAt}
+	dispatch := rec.Dispatch
+	if rec.State == journal.StateSettled {
+		rv.PriorOutcome, rv.RecordedAt = rec.Outcome, rec.SettledAt
+	} else {
+		dispatch = "dispatched" // intent without outcome: it may have happened
+	}
+	return &ActionResult{
+		RequestID: requestID, Outcome: "unknown", Dispatch: dispatch, Postcondition: "unverified",
+		Code: wire.CodeRecoveryRequired, Recovery: rv,
+	}
+}
+
+// actDurable runs an action under the journal: intent is durable before the
+// provider is asked to dispatch, the outcome is recorded after.
+func (r *Runtime) actDurable(ctx context.Context, owner lease.Owner, id string, key journal.Key, hash [32]byte, req ActionRequest, timeout time.Duration) (*ActionResult, error) {
+	j := r.cfg.Journal
+	refused := func(err error) *ActionResult {
+		return &ActionResult{RequestID: req.RequestID, Outcome: "failed", Dispatch: "notDispatched", Postcondition: "unverified", Code: rpc.CodeOf(err)}
+	}
+	rec, err := j.Lookup(key)
+	if err != nil {
+		return refused(err), nil
+	}
+	if rec != nil {
+		if rec.Hash != hash {
+			return nil, wire.Err(wire.CodeRequestIDConflict)
+		}
+		r.mu.Lock()
+		cached := r.results.get(id)
+		r.mu.Unlock()
+		if cached != nil {
+			return cached, nil
+		}
+		return recovered(req.RequestID, rec), nil
+	}
+	return r.run(ctx, owner, req, timeout, func() *ActionResult {
+		failpoint.Hit("before-intent")
+		if err := j.Reserve(key, hash, req.Action.Kind); err != nil {
+			if dup, ok := errors.AsType[*journal.DuplicateError](err); ok {
+				return recovered(req.RequestID, &dup.Record)
+			}
+			return refused(err)
+		}
+		failpoint.Hit("after-intent")
+		return nil
+	}, func(res *ActionResult) {
+		if err := j.Settle(key, res.Outcome, res.Dispatch); err != nil {
+			r.log.Error("cannot record an action's outcome", "err", err)
+			if res.Dispatch != "notDispatched" {
+				res.Outcome = "unknown"
+			}
+			res.Code = wire.CodeJournalUnavailable
+		}
+		failpoint.Hit("after-outcome")
+	})
+}
+
 func (r *Runtime) act(ctx context.Context, owner lease.Owner, req ActionRequest, timeout time.Duration) (*ActionResult, error) {
+	return r.run(ctx, owner, req, timeout, func() *ActionResult { return nil }, func(*ActionResult) {})
+}
+
+// run performs one action. reserve runs once the lease is known to be live,
+// right before anything is sent to the provider; a non-nil result from it is
+// returned without dispatching. settle runs with the final result.
+func (r *Runtime) run(ctx context.Context, owner lease.Owner, req ActionRequest, timeout time.Duration,
+	reserve func() *ActionResult, settle func(*ActionResult)) (*ActionResult, error) {
 	l, err := r.leases.Get(owner, req.LeaseID)
 	if err != nil {
 		return nil, err
@@ -186,10 +307,21 @@ func (r *Runtime) act(ctx context.Context, owner lease.Owner, req ActionRequest,
 	if err != nil {
 		return nil, err
 	}
+	if res := reserve(); res != nil {
+		return res, nil
+	}
+	res := r.perform(ctx, l, p, prov, req, timeout)
+	settle(res)
+	return res, nil
+}
+
+// perform resolves the target, dispatches through the provider's fenced
+// input seam and verifies. It always returns a result saying what happened.
+func (r *Runtime) perform(ctx context.Context, l *lease.Lease, p *page, prov Provider, req ActionRequest, timeout time.Duration) *ActionResult {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res := &ActionResult{RequestID: req.RequestID}
-	notDispatched := func(err error) (*ActionResult, error) {
+	notDispatched := func(err error) *ActionResult {
 		res.Dispatch, res.Postcondition, res.Code = "notDispatched", "unverified", rpc.CodeOf(err)
 		switch res.Code {
 		case wire.CodeCancelled, wire.CodeUserStopped, wire.CodeLeaseRevoked:
@@ -197,7 +329,7 @@ func (r *Runtime) act(ctx context.Context, owner lease.Owner, req ActionRequest,
 		default:
 			res.Outcome = "failed"
 		}
-		return res, nil
+		return res
 	}
 	if !p.acquire(ctx.Done()) {
 		return notDispatched(wire.Err(wire.CodeDeadlineExceeded))
@@ -239,11 +371,12 @@ func (r *Runtime) act(ctx context.Context, owner lease.Owner, req ActionRequest,
 		}
 		// The input may or may not have happened: say so, never retry.
 		res.Outcome, res.Dispatch, res.Postcondition, res.Code = "unknown", "dispatched", "unverified", rpc.CodeOf(err)
-		return res, nil
+		return res
 	}
+	failpoint.Hit("after-dispatch")
 	res.Dispatch = "dispatched"
 	r.verify(ctx, l, p, req.Action.Expected, res)
-	return res, nil
+	return res
 }
 
 // verify observes the page after an action and checks the expectation,

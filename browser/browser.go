@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -42,6 +43,16 @@ type Client interface {
 	// Label says who the client is, for the user's approval window.
 	Label() string
 	Notify(event string, value any) error
+	// JournalKey is the client's hello journalKey, or "" for a legacy
+	// client, whose actions are fenced for its connection only.
+	JournalKey() string
+}
+
+// Journal is the durable action fence (package journal).
+type Journal interface {
+	Lookup(k journal.Key) (*journal.Record, error)
+	Reserve(k journal.Key, hash [32]byte, kind string) error
+	Settle(k journal.Key, outcome, dispatch string) error
 }
 
 // Config configures a Runtime.
@@ -54,6 +65,10 @@ type Config struct {
 	Provider func(instanceID string) Provider
 	// Client returns a connected client by connection ID, or nil.
 	Client func(conn uint64) Client
+	// Journal fences actions of clients that send a journalKey across
+	// reconnects and restarts; nil keeps every fence in memory.
+	Journal Journal
+	Now     func() time.Time
 	Logger *slog.Logger
 }
 
@@ -64,9 +79,10 @@ type Runtime struct {
 	log    *slog.Logger
 	leases *lease.Manager
 
-	mu     sync.Mutex
-	pages  map[string]*page // by lease ID
-	fences map[fenceKey]*fence
+	mu      sync.Mutex
+	pages   map[string]*page  // by lease ID
+	fences  map[string]*fence // by action identity (scope + request ID)
+	results *resultCache
 }
 
 // New returns a Runtime.
@@ -74,10 +90,16 @@ func New(cfg Config) *Runtime {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, pages: make(map[string]*page)}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, pages: make(map[string]*page), fences: make(map[string]*fence)}
+	r.results = newResultCache(cfg.Now)
 	r.leases = lease.NewManager(cfg.MaxLeases, cfg.MaxPending, r.leaseEnded)
 	return r
 }
+
+func (r *Runtime) now() time.Time { return r.cfg.Now() }
 
 // Leases returns a snapshot of the live leases.
 func (r *Runtime) Leases() []lease.Lease { return r.leases.Live() }

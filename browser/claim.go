@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dsh-browser/broker/lease"
@@ -132,6 +133,9 @@ func (r *Runtime) revokeAtProvider(prov Provider, l *lease.Lease) {
 // the provider ended it or is gone).
 func (r *Runtime) leaseEnded(l *lease.Lease, why lease.Reason) {
 	r.dropPage(l.ID)
+	r.mu.Lock()
+	r.results.purgeLease(l.ID)
+	r.mu.Unlock()
 	r.log.Info("lease ended", "lease", l.ID, "tab", l.Tab, "why", why)
 	if why != lease.OwnerGone {
 		if c := r.cfg.Client(l.Owner.Conn); c != nil {
@@ -182,8 +186,20 @@ func (r *Runtime) ReleaseSession(_ context.Context, c Client, params json.RawMes
 	return map[string]bool{"released": true}, nil
 }
 
-// ClientGone ends every lease and claim of a closed client connection.
-func (r *Runtime) ClientGone(conn uint64) { r.leases.ReleaseConn(conn) }
+// ClientGone ends every lease and claim of a closed client connection and
+// forgets its connection-local action fences.
+func (r *Runtime) ClientGone(conn uint64) {
+	r.leases.ReleaseConn(conn)
+	prefix := fmt.Sprintf("conn:%d\x00", conn)
+	r.mu.Lock()
+	for id := range r.fences {
+		if strings.HasPrefix(id, prefix) {
+			delete(r.fences, id)
+			r.results.remove(id)
+		}
+	}
+	r.mu.Unlock()
+}
 
 // ProviderGone ends every lease on a disconnected browser instance.
 func (r *Runtime) ProviderGone(instanceID string) {

@@ -197,6 +197,17 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	fmt.Fprintf(tw, "connections\t%d of %d (this one included)\n", st.Connections, st.MaxSockets)
 	fmt.Fprintf(tw, "browsers\t%d of %d\n", len(st.Instances), st.MaxProviders)
+	fmt.Fprintf(tw, "leases\t%d\n", len(st.Leases))
+	if j := st.Journal; j != nil {
+		if j.Problem != "" {
+			fmt.Fprintf(tw, "journal\tUNAVAILABLE: %s\n", j.Problem)
+			fmt.Fprintf(tw, "\tactions are refused until it is fixed: %s\n", j.Fix)
+		} else {
+			fmt.Fprintf(tw, "journal\t%s (%d actions fenced, %d uncertain)\n", j.Path, j.Entries, j.Uncertain)
+		}
+	} else {
+		fmt.Fprintf(tw, "journal\tnone (action fences kept in memory)\n")
+	}
 	tw.Flush()
 	if len(st.Instances) == 0 {
 		fmt.Fprintln(stdout, "\nNo browser is connected. Load the extension (see 'broker install') and keep the browser open.")
@@ -209,6 +220,15 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.ID, in.Brand, in.Version, in.ProfileLabel)
 	}
 	tw.Flush()
+	if len(st.Leases) > 0 {
+		fmt.Fprintln(stdout)
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "LEASE\tTAB\tSCOPE\tORIGIN\tEXPIRES")
+		for _, l := range st.Leases {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, l.Tab, l.Scope, l.Origin, l.ExpiresAt.Local().Format(time.TimeOnly))
+		}
+		tw.Flush()
+	}
 	return 0
 }
 

@@ -16,7 +16,8 @@ Usage:
   broker install [flags]            register the native host and the user service
   broker uninstall [flags]          remove what install wrote (keeps token and state)
   broker call METHOD [PARAMS_JSON]  send one request and print its value as JSON
-  broker status                     show the broker, its browsers and connections
+  broker status                     show the broker, its browsers, leases and journal
+  broker journal reset              move an unusable action journal aside (broker stopped)
   broker help [COMMAND]             show help
 
 Run 'broker help COMMAND' or 'broker COMMAND --help' for a command's flags.
@@ -36,6 +37,7 @@ func init() {
 	commands = map[string]command{
 		"call":      {"send one request and print its value", runCall},
 		"install":   {"register the native host and user service", runInstall},
+		"journal":   {"reset an unusable action journal", runJournal},
 		"serve":     {"run the daemon", runServe},
 		"status":    {"show the broker's state", runStatus},
 		"uninstall": {"remove what install wrote", runUninstall},

@@ -50,10 +50,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		Version:        version(),
 		Logger:         log,
 	}
-	if err := os.MkdirAll(paths.StateDir(*stateDir), 0o700); err != nil {
-		log.Error("cannot create the state directory", "err", err)
-		return 1
-	}
+	cfg.StateDir = paths.StateDir(*stateDir)
 	listeners, err := activation.Listeners()
 	if err != nil {
 		log.Error("systemd socket activation failed", "err", err)

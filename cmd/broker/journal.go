@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/dsh-browser/broker/internal/paths"
+	"github.com/dsh-browser/broker/journal"
+)
+
+func runJournal(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("journal", "journal reset [flags]\n\nMoves an unusable action journal aside (never deleting it) so the broker\nstarts a new one. Stop the broker first. Fences of past actions are lost:\nretries of actions from before the reset are no longer recognised.", stderr)
+	stateDir := fs.String("state-dir", "", "state directory (default as for serve)")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() != 1 || fs.Arg(0) != "reset" {
+		fs.Usage()
+		return 2
+	}
+	path := filepath.Join(paths.StateDir(*stateDir), paths.JournalName)
+	moved, err := journal.Reset(path, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "broker journal reset: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "moved %s to %s\nthe broker starts a new journal at its next start\n", path, moved)
+	return 0
+}
