@@ -84,6 +84,7 @@ type Broker struct {
 	StateDir   string
 	Socket     string
 	Stderr     *SyncBuffer
+	Env        []string // extra environment for the next Start (e.g. DSH_FAILPOINT)
 	exited     chan struct{}
 }
 
@@ -127,7 +128,7 @@ func (b *Broker) Start(t testing.TB, args ...string) {
 	t.Helper()
 	full := append([]string{"serve", "--runtime-dir", b.RuntimeDir, "--state-dir", b.StateDir, "--log-level", "debug"}, args...)
 	b.Cmd = exec.Command(Binary(t, "broker"), full...)
-	b.Cmd.Env = append(os.Environ(), "DSH_TRACE_REFUSALS=1")
+	b.Cmd.Env = append(append(os.Environ(), "DSH_TRACE_REFUSALS=1"), b.Env...)
 	b.Cmd.Stderr = b.Stderr
 	b.exited = make(chan struct{})
 	if err := b.Cmd.Start(); err != nil {
