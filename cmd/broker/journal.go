@@ -14,10 +14,17 @@ import (
 func runJournal(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("journal", "journal reset [flags]\n\nMoves an unusable action journal aside (never deleting it) so the broker\nstarts a new one. Stop the broker first. Fences of past actions are lost:\nretries of actions from before the reset are no longer recognised.", stderr)
 	stateDir := fs.String("state-dir", "", "state directory (default as for serve)")
-	if code, done := parseFlags(fs, args); done {
+	if len(args) == 0 || args[0] != "reset" {
+		if code, done := parseFlags(fs, args); done {
+			return code
+		}
+		fs.Usage()
+		return 2
+	}
+	if code, done := parseFlags(fs, args[1:]); done {
 		return code
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "reset" {
+	if fs.NArg() != 0 {
 		fs.Usage()
 		return 2
 	}
