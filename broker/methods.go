@@ -23,6 +23,7 @@ func runtimeMethod(f func(*browser.Runtime, context.Context, browser.Client, jso
 var clientMethods = map[string]method{
 	"broker.status":          (*Server).status,
 	"browser.act":            runtimeMethod((*browser.Runtime).Act),
+	"browser.batch":          runtimeMethod((*browser.Runtime).Batch),
 	"browser.claim":          runtimeMethod((*browser.Runtime).Claim),
 	"browser.instances":      (*Server).instances,
 	"browser.observe":        runtimeMethod((*browser.Runtime).Observe),

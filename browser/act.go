@@ -118,7 +118,7 @@ type fence struct {
 // Recovery describes an earlier execution of a retried action whose result
 // is no longer available: it may have happened, and is never replayed.
 type Recovery struct {
-	State        string    `json:"state"`    // reserved: intent recorded, outcome never recorded; settled: completed
+	State        string    `json:"state"` // reserved: intent recorded, outcome never recorded; settled: completed
 	RecordedAt   time.Time `json:"recordedAt"`
 	Dispatch     string    `json:"dispatch"` // what is known of the input
 	PriorOutcome string    `json:"priorOutcome,omitempty"`
@@ -321,21 +321,30 @@ func (r *Runtime) perform(ctx context.Context, l *lease.Lease, p *page, prov Pro
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res := &ActionResult{RequestID: req.RequestID}
-	notDispatched := func(err error) *ActionResult {
-		res.Dispatch, res.Postcondition, res.Code = "notDispatched", "unverified", rpc.CodeOf(err)
-		switch res.Code {
-		case wire.CodeCancelled, wire.CodeUserStopped, wire.CodeLeaseRevoked:
-			res.Outcome = "cancelled"
-		default:
-			res.Outcome = "failed"
-		}
-		return res
-	}
+	notDispatched := res.refuse
 	if !p.acquire(ctx.Done()) {
 		return notDispatched(wire.Err(wire.CodeDeadlineExceeded))
 	}
 	defer p.release()
+	return r.performHeld(ctx, l, p, prov, req, res)
+}
 
+// refuse fills res for an action refused before any input was sent.
+func (res *ActionResult) refuse(err error) *ActionResult {
+	res.Dispatch, res.Postcondition, res.Code = "notDispatched", "unverified", rpc.CodeOf(err)
+	switch res.Code {
+	case wire.CodeCancelled, wire.CodeUserStopped, wire.CodeLeaseRevoked:
+		res.Outcome = "cancelled"
+	default:
+		res.Outcome = "failed"
+	}
+	return res
+}
+
+// performHeld is perform for a caller that holds the tab's queue slot (a
+// batch holds one slot for all its steps).
+func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov Provider, req ActionRequest, res *ActionResult) *ActionResult {
+	notDispatched := res.refuse
 	t := p.resolve(req.Action.Ref, req.DocumentEpoch)
 	if t == nil {
 		return notDispatched(wire.Err(wire.CodeStaleTarget))

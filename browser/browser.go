@@ -43,6 +43,8 @@ type Client interface {
 	// Label says who the client is, for the user's approval window.
 	Label() string
 	Notify(event string, value any) error
+	// Call sends a request to the client (browser.approveBatchStep).
+	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
 	// JournalKey is the client's hello journalKey, or "" for a legacy
 	// client, whose actions are fenced for its connection only.
 	JournalKey() string
@@ -69,7 +71,7 @@ type Config struct {
 	// reconnects and restarts; nil keeps every fence in memory.
 	Journal Journal
 	Now     func() time.Time
-	Logger *slog.Logger
+	Logger  *slog.Logger
 }
 
 // Runtime serves the browser.* methods. Its methods are safe for

@@ -25,7 +25,8 @@ const (
 // BrokerCapabilities is what this broker implements and offers in every
 // welcome. broker.personal-mode.v1 is added only in personal access mode.
 func BrokerCapabilities() []string {
-	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope}
+	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
+		CapJournalRecovery, CapRuntimeBatch}
 }
 
 // RequiredProviderCapabilities is what a provider must advertise to be
