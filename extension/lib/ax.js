@@ -5,6 +5,7 @@ import { MAX_VALUE_BYTES } from './transport.js';
 
 export const BUDGET = { nodes: 2048, calls: 512, depth: 64, bytes: 1 << 20 };
 const MAX_MATCHES = 128;
+const PREFETCH = 8; // child fetches in flight ahead of the walk
 const PROPS = ['disabled', 'focusable', 'focused', 'editable', 'checked', 'expanded', 'hidden', 'required'];
 const utf8 = new TextEncoder();
 
@@ -100,6 +101,16 @@ export async function read(send, page, backendNodeId) {
   if (!root) fail('STALE_TARGET');
   learn([root]);
 
+  // Children are fetched ahead for the next entries of the walk, a few at a
+  // time: the walk stays depth-first, but its CDP round trips overlap.
+  const fetched = new Map(); // AX node id -> Promise of its children, or of the error
+  const needsKids = (n, depth) => depth < BUDGET.depth && n.role?.value !== 'StaticText' && (n.childIds ?? []).some((k) => !known.has(k));
+  const fetchKids = (id) => {
+    if (!fetched.has(id) && r.canCall) {
+      fetched.set(id, r.call('Accessibility.getChildAXNodes', { id }).then((res) => res.nodes ?? [], (e) => (e instanceof Error ? e : new Error(String(e)))));
+    }
+    return fetched.get(id);
+  };
   const stack = [{ id: root.nodeId, depth: 1, parent: undefined }];
   while (stack.length) {
     const { id, depth, parent } = stack.pop();
@@ -115,24 +126,32 @@ export async function read(send, page, backendNodeId) {
       if (secret) continue; // a password field's inner text is its value
       parentOfChildren = n.nodeId;
     }
+    // A StaticText's children are InlineTextBoxes, which repeat its name:
+    // fetching them would spend a third of the call budget on nothing.
+    if (n.role?.value === 'StaticText') continue;
     const kids = n.childIds ?? [];
     if (kids.length === 0) continue;
     if (depth >= BUDGET.depth) {
       r.truncated = true;
       continue;
     }
-    if (kids.some((k) => !known.has(k))) {
-      if (!r.canCall) {
-        r.truncated = true;
+    if (needsKids(n, depth)) {
+      const own = fetchKids(n.nodeId);
+      for (let j = stack.length - 1; j >= 0 && j >= stack.length - PREFETCH; j--) {
+        const next = known.get(stack[j].id);
+        if (next && needsKids(next, stack[j].depth)) fetchKids(next.nodeId);
+      }
+      const res = await own;
+      if (res === undefined) {
+        r.truncated = true; // the call budget is spent
         continue;
       }
-      try {
-        learn((await r.call('Accessibility.getChildAXNodes', { id: n.nodeId })).nodes);
-      } catch (e) {
-        if (e instanceof CodeError) throw e; // the gate, or a cancel
+      if (res instanceof Error) {
+        if (res instanceof CodeError) throw res; // the gate, or a cancel
         r.truncated = true; // the node went away under us: keep what we have
         continue;
       }
+      learn(res);
     }
     for (let i = kids.length - 1; i >= 0; i--) stack.push({ id: kids[i], depth: depth + 1, parent: parentOfChildren });
   }
