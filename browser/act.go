@@ -146,49 +146,77 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 		}
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
 	}
-	payload, _ := json.Marshal(req) // canonical: fixed field order, no unknown fields
-	hash := sha256.Sum256(payload)
+	idt := r.identify(c, in.SessionID, req.RequestID, req)
+	f, retry, err := r.begin(ctx, idt)
+	if f == nil {
+		return retry, err
+	}
+	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
+	var res *ActionResult
+	if idt.durable {
+		res, err = r.actDurable(ctx, owner, idt, req, timeout)
+	} else {
+		res, err = r.act(ctx, owner, req, timeout)
+	}
+	r.finish(idt, f, req.LeaseID, res, err)
+	return res, err
+}
 
-	// The identity scope: the client's journalKey when it has one (it
-	// survives reconnects and broker restarts), else this connection.
+// identity says where an action's fence lives: under the client's
+// journalKey when it has one (it survives reconnects and broker restarts),
+// else under this connection; then the session and request ID.
+type identity struct {
+	durable bool
+	key     journal.Key
+	id      string // key.Scope + NUL + key.RequestID: the in-memory fence
+	hash    [32]byte
+}
+
+func (r *Runtime) identify(c Client, session, requestID string, request any) identity {
+	payload, _ := json.Marshal(request) // canonical: fixed field order, no unknown fields
 	durable := r.cfg.Journal != nil && c.JournalKey() != ""
 	scope := fmt.Sprintf("conn:%d", c.ConnID())
 	if durable {
 		scope = "key:" + c.JournalKey()
 	}
-	scope += "\x00" + in.SessionID
-	id := scope + "\x00" + req.RequestID
+	scope += "\x00" + session
+	return identity{
+		durable: durable,
+		key:     journal.Key{Scope: scope, RequestID: requestID},
+		id:      scope + "\x00" + requestID,
+		hash:    sha256.Sum256(payload),
+	}
+}
 
-	f, first, err := r.enter(id, hash)
-	if err != nil {
-		return nil, err
+// begin registers an action. For a duplicate of a running or finished one
+// it waits and returns that one's answer with a nil fence.
+func (r *Runtime) begin(ctx context.Context, idt identity) (*fence, *ActionResult, error) {
+	f, first, err := r.enter(idt.id, idt.hash)
+	if err != nil || first {
+		return f, nil, err
 	}
-	if !first {
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		return r.answerRetry(id, f)
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
 	}
-	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
-	var res *ActionResult
-	if durable {
-		res, err = r.actDurable(ctx, owner, id, journal.Key{Scope: scope, RequestID: req.RequestID}, hash, req, timeout)
-	} else {
-		res, err = r.act(ctx, owner, req, timeout)
-	}
+	res, err := r.answerRetry(idt.id, f)
+	return nil, res, err
+}
+
+// finish publishes an action's answer to waiting duplicates and retains a
+// fresh result. A durable fence is dropped: the journal holds the identity.
+func (r *Runtime) finish(idt identity, f *fence, leaseID string, res *ActionResult, err error) {
 	r.mu.Lock()
 	f.result, f.err = res, err
-	if _, seen := r.results.byID[id]; res != nil && !seen && res.Code != wire.CodeRecoveryRequired {
-		r.results.put(id, req.LeaseID, res) // a fresh execution; a cached answer keeps its age
+	if _, seen := r.results.byID[idt.id]; res != nil && !seen && res.Code != wire.CodeRecoveryRequired {
+		r.results.put(idt.id, leaseID, res) // a fresh execution; a cached answer keeps its age
 	}
-	if durable {
-		delete(r.fences, id)
+	if idt.durable {
+		delete(r.fences, idt.id)
 	}
 	r.mu.Unlock()
 	close(f.done)
-	return res, err
 }
 
 // enter registers an action identity, or returns the existing fence.
@@ -211,7 +239,7 @@ func (r *Runtime) enter(id string, hash [32]byte) (*fence, bool, error) {
 
 // answerRetry answers a duplicate of a completed in-memory execution: the
 // retained result, the same error, or metadata-only RECOVERY_REQUIRED.
-func (r *Runtime) answerRetry(id string, f *fence) (any, error) {
+func (r *Runtime) answerRetry(id string, f *fence) (*ActionResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if f.err != nil {
@@ -243,47 +271,53 @@ func recovered(requestID string, rec *journal.Record) *ActionResult {
 
 // actDurable runs an action under the journal: intent is durable before the
 // provider is asked to dispatch, the outcome is recorded after.
-func (r *Runtime) actDurable(ctx context.Context, owner lease.Owner, id string, key journal.Key, hash [32]byte, req ActionRequest, timeout time.Duration) (*ActionResult, error) {
-	j := r.cfg.Journal
-	refused := func(err error) *ActionResult {
-		return &ActionResult{RequestID: req.RequestID, Outcome: "failed", Dispatch: "notDispatched", Postcondition: "unverified", Code: rpc.CodeOf(err)}
-	}
-	rec, err := j.Lookup(key)
+func (r *Runtime) actDurable(ctx context.Context, owner lease.Owner, idt identity, req ActionRequest, timeout time.Duration) (*ActionResult, error) {
+	rec, err := r.cfg.Journal.Lookup(idt.key)
 	if err != nil {
-		return refused(err), nil
+		return (&ActionResult{RequestID: req.RequestID}).refuse(err), nil
 	}
 	if rec != nil {
-		if rec.Hash != hash {
+		if rec.Hash != idt.hash {
 			return nil, wire.Err(wire.CodeRequestIDConflict)
 		}
 		r.mu.Lock()
-		cached := r.results.get(id)
+		cached := r.results.get(idt.id)
 		r.mu.Unlock()
 		if cached != nil {
 			return cached, nil
 		}
 		return recovered(req.RequestID, rec), nil
 	}
-	return r.run(ctx, owner, req, timeout, func() *ActionResult {
-		failpoint.Hit("before-intent")
-		if err := j.Reserve(key, hash, req.Action.Kind); err != nil {
-			if dup, ok := errors.AsType[*journal.DuplicateError](err); ok {
-				return recovered(req.RequestID, &dup.Record)
-			}
-			return refused(err)
+	return r.run(ctx, owner, req, timeout,
+		func() *ActionResult { return r.reserve(idt.key, idt.hash, req.Action.Kind, req.RequestID) },
+		func(res *ActionResult) { r.settle(idt.key, res) })
+}
+
+// reserve records an action's intent durably. A non-nil result is the
+// answer instead: nothing may be dispatched.
+func (r *Runtime) reserve(key journal.Key, hash [32]byte, kind, requestID string) *ActionResult {
+	failpoint.Hit("before-intent")
+	if err := r.cfg.Journal.Reserve(key, hash, kind); err != nil {
+		if dup, ok := errors.AsType[*journal.DuplicateError](err); ok {
+			return recovered(requestID, &dup.Record)
 		}
-		failpoint.Hit("after-intent")
-		return nil
-	}, func(res *ActionResult) {
-		if err := j.Settle(key, res.Outcome, res.Dispatch); err != nil {
-			r.log.Error("cannot record an action's outcome", "err", err)
-			if res.Dispatch != "notDispatched" {
-				res.Outcome = "unknown"
-			}
-			res.Code = wire.CodeJournalUnavailable
+		return (&ActionResult{RequestID: requestID}).refuse(err)
+	}
+	failpoint.Hit("after-intent")
+	return nil
+}
+
+// settle records an action's outcome. If it cannot be recorded the answer
+// says so, and an input that may have happened becomes unknown.
+func (r *Runtime) settle(key journal.Key, res *ActionResult) {
+	if err := r.cfg.Journal.Settle(key, res.Outcome, res.Dispatch); err != nil {
+		r.log.Error("cannot record an action's outcome", "err", err)
+		if res.Dispatch != "notDispatched" {
+			res.Outcome = "unknown"
 		}
-		failpoint.Hit("after-outcome")
-	})
+		res.Code = wire.CodeJournalUnavailable
+	}
+	failpoint.Hit("after-outcome")
 }
 
 func (r *Runtime) act(ctx context.Context, owner lease.Owner, req ActionRequest, timeout time.Duration) (*ActionResult, error) {

@@ -5,13 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/dsh-browser/broker/internal/failpoint"
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/rpc"
@@ -93,45 +90,22 @@ func (r *Runtime) Batch(ctx context.Context, c Client, params json.RawMessage) (
 	if req.TimeoutMs != nil {
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
 	}
-	payload, _ := json.Marshal(req)
-	hash := sha256.Sum256(payload)
-	durable := r.cfg.Journal != nil && c.JournalKey() != ""
-	scope := fmt.Sprintf("conn:%d", c.ConnID())
-	if durable {
-		scope = "key:" + c.JournalKey()
-	}
-	scope += "\x00" + in.SessionID
-	id := scope + "\x00" + req.RequestID
-
-	f, first, err := r.enter(id, hash)
-	if err != nil {
+	idt := r.identify(c, in.SessionID, req.RequestID, req)
+	f, retry, err := r.begin(ctx, idt)
+	if f == nil {
+		if retry != nil {
+			return batchRecovered(retry, len(req.Steps)), nil
+		}
 		return nil, err
 	}
-	if !first {
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		v, err := r.answerRetry(id, f)
-		if ar, ok := v.(*ActionResult); ok && err == nil {
-			return batchRecovered(ar, len(req.Steps)), nil
-		}
-		return v, err
-	}
-	b := &batch{r: r, c: c, req: req, approvalID: in.ApprovalID, hash: hash, scope: scope, durable: durable,
+	b := &batch{r: r, c: c, req: req, approvalID: in.ApprovalID, idt: idt,
 		owner: lease.Owner{Conn: c.ConnID(), Session: in.SessionID}}
-	res, err := b.run(ctx, timeout, id)
-	r.mu.Lock()
+	res, err := b.run(ctx, timeout)
+	var plan *ActionResult
 	if res != nil {
-		f.result = &res.ActionResult
+		plan = &res.ActionResult
 	}
-	f.err = err
-	if durable {
-		delete(r.fences, id)
-	}
-	r.mu.Unlock()
-	close(f.done)
+	r.finish(idt, f, req.LeaseID, plan, err)
 	if err != nil {
 		return nil, err
 	}
@@ -147,9 +121,7 @@ type batch struct {
 	c          Client
 	req        BatchRequest
 	approvalID string
-	hash       [32]byte
-	scope      string
-	durable    bool
+	idt        identity
 	owner      lease.Owner
 }
 
@@ -160,18 +132,17 @@ func (b *batch) childID(i int) string {
 	return "batch:" + hex.EncodeToString(sum[:]) + ":" + strconv.Itoa(i)
 }
 
-func (b *batch) run(ctx context.Context, timeout time.Duration, id string) (*BatchResult, error) {
+func (b *batch) run(ctx context.Context, timeout time.Duration) (*BatchResult, error) {
 	r, req := b.r, b.req
 	out := &BatchResult{ActionResult: ActionResult{RequestID: req.RequestID}, TotalSteps: len(req.Steps)}
-	key := journal.Key{Scope: b.scope, RequestID: req.RequestID}
-	if b.durable {
-		rec, err := r.cfg.Journal.Lookup(key)
+	if b.idt.durable {
+		rec, err := r.cfg.Journal.Lookup(b.idt.key)
 		if err != nil {
 			out.refuse(err)
 			return out, nil
 		}
 		if rec != nil {
-			if rec.Hash != b.hash {
+			if rec.Hash != b.idt.hash {
 				return nil, wire.Err(wire.CodeRequestIDConflict)
 			}
 			return batchRecovered(recovered(req.RequestID, rec), len(req.Steps)), nil
@@ -197,16 +168,10 @@ func (b *batch) run(ctx context.Context, timeout time.Duration, id string) (*Bat
 	}
 	defer p.release()
 
-	if b.durable {
-		failpoint.Hit("before-intent")
-		if err := r.cfg.Journal.Reserve(key, b.hash, "batch"); err != nil {
-			if dup, ok := errors.AsType[*journal.DuplicateError](err); ok {
-				return batchRecovered(recovered(req.RequestID, &dup.Record), len(req.Steps)), nil
-			}
-			out.refuse(err)
-			return out, nil
+	if b.idt.durable {
+		if answer := r.reserve(b.idt.key, b.idt.hash, "batch", req.RequestID); answer != nil {
+			return batchRecovered(answer, len(req.Steps)), nil
 		}
-		failpoint.Hit("after-intent")
 	}
 
 	out.Outcome, out.Dispatch, out.Postcondition = "succeeded", "notDispatched", "passed"
@@ -248,18 +213,9 @@ func (b *batch) run(ctx context.Context, timeout time.Duration, id string) (*Bat
 			res.Observation = nil // only the last attempted step's observation, on the plan
 		}
 	}
-	if b.durable {
-		if err := r.cfg.Journal.Settle(key, out.Outcome, out.Dispatch); err != nil {
-			if out.Dispatch != "notDispatched" {
-				out.Outcome = "unknown"
-			}
-			out.Code = wire.CodeJournalUnavailable
-		}
-		failpoint.Hit("after-outcome")
+	if b.idt.durable {
+		r.settle(b.idt.key, &out.ActionResult)
 	}
-	r.mu.Lock()
-	r.results.put(id, req.LeaseID, &out.ActionResult)
-	r.mu.Unlock()
 	return out, nil
 }
 
@@ -291,25 +247,15 @@ func (b *batch) step(ctx context.Context, l *lease.Lease, p *page, prov Provider
 		sctx, cancel = context.WithTimeout(ctx, time.Duration(*st.TimeoutMs)*time.Millisecond)
 		defer cancel()
 	}
-	if b.durable {
-		payload, _ := json.Marshal(child)
-		key := journal.Key{Scope: b.scope, RequestID: child.RequestID}
-		if err := r.cfg.Journal.Reserve(key, sha256.Sum256(payload), st.Action.Kind); err != nil {
-			if dup, ok := errors.AsType[*journal.DuplicateError](err); ok {
-				return recovered(child.RequestID, &dup.Record)
-			}
-			return res.refuse(err)
-		}
-		failpoint.Hit("after-intent")
-		res = r.performHeld(sctx, l, p, prov, child, res)
-		if err := r.cfg.Journal.Settle(key, res.Outcome, res.Dispatch); err != nil {
-			if res.Dispatch != "notDispatched" {
-				res.Outcome = "unknown"
-			}
-			res.Code = wire.CodeJournalUnavailable
-		}
-		failpoint.Hit("after-outcome")
-		return res
+	if !b.idt.durable {
+		return r.performHeld(sctx, l, p, prov, child, res)
 	}
-	return r.performHeld(sctx, l, p, prov, child, res)
+	payload, _ := json.Marshal(child)
+	key := journal.Key{Scope: b.idt.key.Scope, RequestID: child.RequestID}
+	if answer := r.reserve(key, sha256.Sum256(payload), st.Action.Kind, child.RequestID); answer != nil {
+		return answer
+	}
+	res = r.performHeld(sctx, l, p, prov, child, res)
+	r.settle(key, res)
+	return res
 }

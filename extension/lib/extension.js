@@ -135,6 +135,29 @@ export function createExtension(chrome, {
     });
   };
 
+  // oneDocument labels a read with the document it came from. The epoch is
+  // read from the browser before and after (Page.frameNavigated may arrive
+  // after the new document's AX tree is already visible); a read that spans
+  // a navigation is done again once, then refused STALE_TARGET.
+  async function oneDocument({ gate, send, page }, read) {
+    const current = async () => {
+      const { frameTree } = await send('Page.getFrameTree');
+      if (!gates.setMainFrame(gate, frameTree.frame)) {
+        gates.end(gate, true); // the tab left the lease's origin
+        fail('LEASE_REVOKED');
+      }
+      return frameTree.frame;
+    };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const frame = await current();
+      const epoch = `${frame.id}:${frame.loaderId}`;
+      const result = await read({ ...page, documentEpoch: epoch, url: frame.url });
+      const after = await current();
+      if (`${after.id}:${after.loaderId}` === epoch) return result;
+    }
+    fail('STALE_TARGET');
+  }
+
   const inputMethod = (kind) => leased(
     (p) => input.checkRequest(kind, p.request),
     ({ gate, send, request }) => input.dispatch(kind, gate, send, request),
@@ -150,13 +173,13 @@ export function createExtension(chrome, {
       ({ request: r }) => {
         if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0))) fail('INVALID_REQUEST');
       },
-      ({ send, page, request }) => ax.read(send, page, request.backendNodeId),
+      (ctx) => oneDocument(ctx, (page) => ax.read(ctx.send, page, ctx.request.backendNodeId)),
     ),
     'ax.find': leased(
       ({ request: r }) => {
         if (!isObject(r) || !nonEmpty(r.name) || (r.role !== undefined && !nonEmpty(r.role))) fail('INVALID_REQUEST');
       },
-      ({ send, page, request }) => ax.find(send, page, request.name, request.role),
+      (ctx) => oneDocument(ctx, (page) => ax.find(ctx.send, page, ctx.request.name, ctx.request.role)),
     ),
     cdp: leased((p) => checkCdp(p.method, p.params), ({ send, params }) => send(params.method, params.params)),
     'input.click': inputMethod('click'),

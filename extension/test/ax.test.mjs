@@ -119,7 +119,9 @@ test('the call budget stops at 512 CDP calls', async () => {
   serve(t, nodes);
   const before = t.chrome.commands.length;
   const r = (await t.read()).value;
-  assert.equal(t.chrome.commands.length - before, BUDGET.calls);
+  // The walk's calls, without the two Page.getFrameTree that fence the document.
+  const walk = t.chrome.commands.slice(before).filter((c) => c.method !== 'Page.getFrameTree');
+  assert.equal(walk.length, BUDGET.calls);
   assert.equal(r.truncated, true);
 });
 
@@ -158,4 +160,23 @@ test('a find is a literal queryAXTree search returning at most 128 non-ignored m
   assert.equal(all.nodes.length, 128);
   assert.equal(all.truncated, true);
   assert.equal((await t.find({ name: '' })).code, 'INVALID_REQUEST');
+});
+
+test('a read that spans a navigation is labelled with no document: it is read again, then refused', async () => {
+  const t = await granted();
+  serve(t, [node('1', 'RootWebArea', 'A', { backendDOMNodeId: 1 })]);
+  let loader = 0;
+  const frameTree = (bump) => () => ({ frameTree: { frame: { id: 'F1', loaderId: `L${bump ? ++loader : loader}`, url: 'https://a.test/' } } });
+  // Every Page.getFrameTree sees a new document: the page keeps navigating.
+  t.chrome.cdp.set('Page.getFrameTree', frameTree(true));
+  const r = await t.read();
+  assert.equal(r.code, 'STALE_TARGET');
+  assert.equal(t.calls('Accessibility.getRootAXNode'), 2);
+
+  // A navigation that commits before the read but is not yet reported by
+  // Page.frameNavigated: the read carries the new document's epoch.
+  loader = 7;
+  t.chrome.cdp.set('Page.getFrameTree', frameTree(false));
+  const fresh = await t.read();
+  assert.equal(fresh.value.documentEpoch, 'F1:L7');
 });
