@@ -19,6 +19,15 @@ func runtimeMethod(f func(*browser.Runtime, context.Context, browser.Client, jso
 	}
 }
 
+// readOnly names the client methods that only read: a half-closed client
+// still gets their answers.
+var readOnly = map[string]bool{
+	"broker.status":     true,
+	"browser.instances": true,
+	"browser.observe":   true,
+	"browser.tabs":      true,
+}
+
 // clientMethods is every method a welcomed client may call, kept sorted.
 var clientMethods = map[string]method{
 	"broker.status":          (*Server).status,

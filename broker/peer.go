@@ -94,6 +94,34 @@ func (p *peer) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 	if !ok {
 		return nil, wire.Err(wire.CodeInvalidRequest)
 	}
+	if !readOnly[req.Method] {
+		// A client that closed its write side gets answers to its reads, but
+		// nothing it asked for acts any more.
+		select {
+		case <-p.conn.HalfClosed():
+			return nil, wire.Err(wire.CodeConnectionLost)
+		default:
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-p.conn.HalfClosed():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		v, err := h(p.s, ctx, p, req.Params)
+		select {
+		case <-p.conn.HalfClosed():
+			if err != nil {
+				err = wire.Err(wire.CodeConnectionLost) // one closing code, however far it got
+			}
+		default:
+		}
+		return v, err
+	}
 	return h(p.s, ctx, p, req.Params)
 }
 

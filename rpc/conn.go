@@ -14,6 +14,11 @@
 //     answered CANCELLED. Replies with no pending caller are ignored.
 //   - A malformed frame or envelope closes the connection; pending callers get
 //     CONNECTION_LOST.
+//   - A peer that closes its write side (a clean EOF between frames) has
+//     half-closed: its pending outgoing calls fail CONNECTION_LOST (it can no
+//     longer answer), [Conn.HalfClosed] is closed so handlers of writing
+//     requests can stop, and the requests already read are still answered
+//     before the connection closes.
 //   - Output is queued to one writer. An envelope that would take the queue
 //     past [Limits.MaxBuffered] bytes is not queued: a call fails with
 //     QUEUE_FULL, and a response or event closes the connection, because a
@@ -29,6 +34,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/dsh-browser/broker/frames"
 	"github.com/dsh-browser/broker/wire"
@@ -47,6 +53,8 @@ const (
 	DefaultMaxInFlight = 32
 	DefaultMaxSeenIDs  = 10_000
 	DefaultMaxBuffered = 2 << 20
+	// DrainTimeout bounds how long a half-closed peer's requests may take.
+	DrainTimeout = 15 * time.Second
 )
 
 func (l Limits) withDefaults() Limits {
@@ -100,8 +108,10 @@ type Conn struct {
 	limits  Limits
 	log     *slog.Logger
 
-	out      chan []byte   // frames for the writer; never closed
+	out      chan []byte   // frames for the writer; never closed; nil is a flush marker
+	flushed  chan struct{} // the writer reached a flush marker
 	closed   chan struct{} // closed once by close
+	halfDone chan struct{} // closed when the peer half-closed
 	done     chan struct{} // closed when Run returns
 	closeErr error
 
@@ -125,7 +135,9 @@ func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Con
 		limits:   limits.withDefaults(),
 		log:      log,
 		out:      make(chan []byte, 256),
+		flushed:  make(chan struct{}),
 		closed:   make(chan struct{}),
+		halfDone: make(chan struct{}),
 		done:     make(chan struct{}),
 		seen:     make(map[string]struct{}),
 		incoming: make(map[string]context.CancelFunc),
@@ -140,10 +152,45 @@ func (c *Conn) Run() error {
 	defer close(c.done)
 	go c.writeLoop()
 	err := c.readLoop()
+	if err == io.EOF {
+		c.drain()
+	}
 	c.close(err)
 	c.handlers.Wait()
 	return c.Err()
 }
+
+// drain serves a half-closed peer: pending calls fail, handlers of the
+// requests already read finish, and their replies are written.
+func (c *Conn) drain() {
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = make(map[string]chan *wire.Envelope)
+	c.mu.Unlock()
+	for _, ch := range pending {
+		close(ch)
+	}
+	close(c.halfDone)
+	finished := make(chan struct{})
+	go func() { c.handlers.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(DrainTimeout):
+		return // a handler ignores HalfClosed: give up on it
+	}
+	select {
+	case c.out <- nil:
+		select {
+		case <-c.flushed:
+		case <-c.closed:
+		}
+	case <-c.closed:
+	}
+}
+
+// HalfClosed is closed when the peer has closed its write side: requests
+// already read are still answered, but a handler that would act should not.
+func (c *Conn) HalfClosed() <-chan struct{} { return c.halfDone }
 
 // Done is closed when Run has returned.
 func (c *Conn) Done() <-chan struct{} { return c.done }
@@ -368,6 +415,10 @@ func (c *Conn) writeLoop() {
 	for {
 		select {
 		case data := <-c.out:
+			if data == nil {
+				close(c.flushed) // drain's marker: everything before it is written
+				continue
+			}
 			buf, _ = frames.Append(buf[:0], data)
 			_, err := c.rw.Write(buf)
 			c.mu.Lock()

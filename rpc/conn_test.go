@@ -356,3 +356,30 @@ func padTo(t *testing.T, size int) string {
 	}
 	return strings.Repeat("x", n)
 }
+
+func TestHalfClosedPeerGetsItsAnswers(t *testing.T) {
+	h := newHandler()
+	c, p := start(t, h, rpc.Limits{})
+	errc := make(chan error, 1)
+	go func() { _, err := c.Call(context.Background(), "never-answered", nil); errc <- err }()
+	p.read() // the outgoing call reached the peer
+	p.send(wire.Request("1", "echo", json.RawMessage(`{"n":1}`)))
+	p.send(wire.Request("2", "void", nil))
+	p.c.(*net.UnixConn).CloseWrite()
+	got := map[string]bool{}
+	for env := p.read(); env != nil; env = p.read() {
+		got[env.ID] = env.OK
+	}
+	if !got["1"] || !got["2"] {
+		t.Fatalf("requests read before the half-close were not all answered: %v", got)
+	}
+	if err := <-errc; !errors.Is(err, wire.Err(wire.CodeConnectionLost)) {
+		t.Fatalf("pending call to a half-closed peer: %v, want CONNECTION_LOST", err)
+	}
+	select {
+	case <-c.HalfClosed():
+	default:
+		t.Fatal("HalfClosed not signalled")
+	}
+	<-c.Done()
+}

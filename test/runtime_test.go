@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -404,5 +405,53 @@ func TestClaimDeniedOrCancelled(t *testing.T) {
 	close(granted)
 	if _, err := c.Call(context.Background(), "browser.claim", map[string]any{"sessionId": "s", "instanceId": "inst", "tab": "inst:9"}); !errors.Is(err, wire.Err(wire.CodeStaleTarget)) {
 		t.Fatalf("claim of an unknown tab: %v", err)
+	}
+}
+
+// TestHalfClosedClient pipelines requests and closes its write side: the
+// reads are answered, the claim (which would act) is refused with
+// CONNECTION_LOST and never reaches the browser. (A writing request the
+// broker has already started before it reads the EOF is cancelled, not
+// undone: what was dispatched stays dispatched.)
+func TestHalfClosedClient(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t)
+	s := startScripted(t, b, "inst")
+	epoch, text := "F:L1", []string{}
+	standardPage(s, &epoch, &text)
+	// The broker may start a pipelined request before it reads the EOF that
+	// follows it; a slow tab list makes sure the claim is still on its way
+	// to the browser when the half-close is seen, so it must stop there.
+	s.on("tabs.list", func(*wire.Envelope) (any, wire.Code) {
+		time.Sleep(200 * time.Millisecond)
+		return []browser.TabSummary{{ID: "inst:1", InstanceID: "inst", URL: pageURL, Title: "Form"}}, ""
+	})
+	p := b.DialPeer(t)
+	if r := p.Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatal(r.Code)
+	}
+	ids := map[string]string{
+		p.Request("browser.instances", map[string]any{}):                                                    "instances",
+		p.Request("browser.tabs", map[string]any{"sessionId": "s", "instanceId": "inst"}):                   "tabs",
+		p.Request("browser.claim", map[string]any{"sessionId": "s", "instanceId": "inst", "tab": "inst:1"}): "claim",
+		p.Request("broker.status", map[string]any{}):                                                        "status",
+	}
+	p.Conn.(*net.UnixConn).CloseWrite()
+	answers := map[string]*wire.Envelope{}
+	for env := p.Read(); env != nil; env = p.Read() {
+		answers[ids[env.ID]] = env
+	}
+	for _, name := range []string{"instances", "tabs", "status"} {
+		if a := answers[name]; a == nil || !a.OK {
+			t.Errorf("%s after half-close: %+v\n%s", name, a, b.Stderr)
+		}
+	}
+	if a := answers["claim"]; a == nil || a.Code != wire.CodeConnectionLost {
+		t.Errorf("claim after half-close: %+v, want CONNECTION_LOST", a)
+	}
+	for _, m := range s.methods() {
+		if m == "lease.grant" {
+			t.Fatal("a half-closed client's claim reached the browser")
+		}
 	}
 }
