@@ -32,3 +32,32 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("allowlist in personal mode (exit %d):\n%s", code, errOut)
 	}
 }
+
+// TestRefusalTracing: a refusal is a generic code on the wire; its reason
+// reaches stderr only with DSH_TRACE_REFUSALS=1, and never the secret.
+func TestRefusalTracing(t *testing.T) {
+	t.Parallel()
+	for _, trace := range []bool{false, true} {
+		b := testenv.StartBroker(t)
+		b.Stop(t)
+		if trace {
+			b.Env = []string{"DSH_TRACE_REFUSALS=1"}
+		} else {
+			b.Env = []string{"DSH_TRACE_REFUSALS=0"}
+		}
+		b.Start(t, "--log-level", "info")
+		p := b.DialPeer(t)
+		wrong := strings.Repeat("7", 64)
+		if r := p.Call("hello", testenv.ClientHello(wrong)); r.Code != "POLICY_DENIED" {
+			t.Fatalf("wrong token: %+v", r)
+		}
+		b.Stop(t)
+		log := b.Stderr.String()
+		if got := strings.Contains(log, "refused: wrong or missing token"); got != trace {
+			t.Fatalf("DSH_TRACE_REFUSALS=%v: reason printed %v\n%s", trace, got, log)
+		}
+		if strings.Contains(log, wrong) || strings.Contains(log, b.Token(t)) {
+			t.Fatalf("a token reached the log:\n%s", log)
+		}
+	}
+}
