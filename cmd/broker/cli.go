@@ -16,6 +16,7 @@ Usage:
   broker install [flags]            register the native host and the user service
   broker uninstall [flags]          remove what install wrote (keeps token and state)
   broker call METHOD [PARAMS_JSON]  send one request and print its value as JSON
+  broker mcp [flags]                serve the browser as MCP tools on stdio (for AI hosts)
   broker status                     show the broker, its browsers, leases and journal
   broker journal reset              move an unusable action journal aside (broker stopped)
   broker help [COMMAND]             show help
@@ -38,6 +39,7 @@ func init() {
 		"call":      {"send one request and print its value", runCall},
 		"install":   {"register the native host and user service", runInstall},
 		"journal":   {"reset an unusable action journal", runJournal},
+		"mcp":       {"serve the browser as MCP tools on stdio", runMCP},
 		"serve":     {"run the daemon", runServe},
 		"status":    {"show the broker's state", runStatus},
 		"uninstall": {"remove what install wrote", runUninstall},

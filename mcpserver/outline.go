@@ -1,0 +1,274 @@
+package mcpserver
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/wire"
+)
+
+// Outline renders an observation as a compact outline a model reads
+// easily, in the manner of an ARIA snapshot:
+//
+//	page "DSH demo" http://127.0.0.1:8080/form  (truncated)
+//	leaseId=L… documentEpoch=F…:L…
+//	- region main "Greeting"
+//	- textbox "Your name" [ref=r0123456789abcdef] value="Ada"
+//	- checkbox "Send me updates" [ref=r…] checked=false
+//	- button "Greet" [ref=r…]
+//	text:
+//	  DSH demo
+//	  Hello, Ada!
+//
+// Elements come first, in document order: controls with the ref to act on
+// and their state, and named regions (not actionable, so without a ref).
+// Then the page's text fragments, one per line with whitespace collapsed;
+// a fragment that only repeats the name of an element listed above is left
+// out. The second line carries the two values browser_act needs besides a
+// ref.
+func Outline(o *browser.Observation, leaseID string) string {
+	var b strings.Builder
+	writeOutline(&b, o, leaseID)
+	return b.String()
+}
+
+func writeOutline(b *strings.Builder, o *browser.Observation, leaseID string) {
+	fmt.Fprintf(b, "page %s %s", strconv.Quote(o.Title), o.URL)
+	if o.Truncated {
+		b.WriteString("  (truncated)")
+	}
+	b.WriteByte('\n')
+	if o.Scope.Kind == "query" && o.Scope.Query != nil {
+		q := o.Scope.Query
+		fmt.Fprintf(b, "query name=%s", strconv.Quote(q.Name))
+		if q.Role != "" {
+			fmt.Fprintf(b, " role=%s", q.Role)
+		}
+		fmt.Fprintf(b, ": %s\n", plural(len(o.Nodes), "match", "matches"))
+	}
+	fmt.Fprintf(b, "leaseId=%s documentEpoch=%s\n", leaseID, o.DocumentEpoch)
+
+	names := make(map[string]bool, len(o.Nodes))
+	for i := range o.Nodes {
+		n := &o.Nodes[i]
+		names[collapse(n.Name)] = true
+		writeNode(b, n)
+	}
+	if len(o.Nodes) == 0 {
+		b.WriteString("(no controls)\n")
+	}
+	wroteText := false
+	for _, t := range o.Text {
+		t = collapse(t)
+		if t == "" || names[t] {
+			continue
+		}
+		if !wroteText {
+			b.WriteString("text:\n")
+			wroteText = true
+		}
+		b.WriteString("  ")
+		b.WriteString(t)
+		b.WriteByte('\n')
+	}
+	if o.Truncated {
+		b.WriteString("(truncated: the page has more than this; find an element by its exact name with browser_observe query)\n")
+	}
+}
+
+// inherentlyEditable roles need no "editable" mark.
+var inherentlyEditable = map[string]bool{"textbox": true, "searchbox": true, "combobox": true, "spinbutton": true}
+
+func writeNode(b *strings.Builder, n *browser.NodeRef) {
+	b.WriteString("- ")
+	if n.Kind == "region" && n.Role != "region" {
+		b.WriteString("region ")
+	}
+	b.WriteString(n.Role)
+	if n.Name != "" {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Quote(n.Name))
+	}
+	if n.Kind != "region" {
+		fmt.Fprintf(b, " [ref=%s]", n.ID)
+	}
+	if n.Value != nil {
+		fmt.Fprintf(b, " value=%s", strconv.Quote(*n.Value))
+	}
+	if n.Checked != nil {
+		fmt.Fprintf(b, " checked=%v", n.Checked)
+	}
+	if n.Editable && !inherentlyEditable[n.Role] {
+		b.WriteString(" editable")
+	}
+	if n.Disabled {
+		b.WriteString(" disabled")
+	}
+	b.WriteByte('\n')
+}
+
+// RenderAction renders the result of browser_act: what happened, what to do
+// about it, and the page afterwards.
+func RenderAction(res *browser.ActionResult, a *browser.Action, leaseID string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", describeAction(a, nil), statusLine(res))
+	if s := explain(res); s != "" {
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "requestId=%s\n", res.RequestID)
+	writeObservation(&b, res.Observation, leaseID)
+	return b.String()
+}
+
+// RenderBatch renders the result of browser_batch: the plan's outcome,
+// each step's, and the page after the last step that ran.
+func RenderBatch(res *browser.BatchResult, steps []browser.BatchStep, leaseID string, denied string) string {
+	var b strings.Builder
+	attempted := 0
+	for _, st := range res.Steps {
+		if st.Status == "attempted" {
+			attempted++
+		}
+	}
+	fmt.Fprintf(&b, "batch: %s after %d of %d steps\n", statusLine(&res.ActionResult), attempted, res.TotalSteps)
+	for _, st := range res.Steps {
+		var a *browser.Action
+		if st.Index >= 0 && st.Index < len(steps) {
+			a = &steps[st.Index].Action
+		}
+		fmt.Fprintf(&b, "  step %d %s: ", st.Index+1, describeAction(a, nil))
+		switch {
+		case st.Status == "notRun":
+			b.WriteString("not run\n")
+		case st.Result == nil:
+			b.WriteString(st.Status + "\n")
+		default:
+			b.WriteString(statusLine(st.Result) + "\n")
+		}
+	}
+	if denied != "" {
+		b.WriteString(denied)
+		b.WriteByte('\n')
+	} else if s := explain(&res.ActionResult); s != "" {
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "requestId=%s\n", res.RequestID)
+	writeObservation(&b, res.Observation, leaseID)
+	return b.String()
+}
+
+func writeObservation(b *strings.Builder, o *browser.Observation, leaseID string) {
+	if o == nil {
+		b.WriteString("(no observation of the page afterwards: call browser_observe)\n")
+		return
+	}
+	b.WriteString("\n")
+	writeOutline(b, o, leaseID)
+}
+
+// statusLine is "succeeded" or e.g. "failed (dispatch notDispatched,
+// postcondition unverified, code STALE_TARGET)".
+func statusLine(r *browser.ActionResult) string {
+	s := fmt.Sprintf("%s (dispatch %s, postcondition %s", r.Outcome, r.Dispatch, r.Postcondition)
+	if r.Code != "" {
+		s += ", code " + string(r.Code)
+	}
+	return s + ")"
+}
+
+// explain says what an action's result means and what to do next.
+func explain(r *browser.ActionResult) string {
+	if r.Code == wire.CodeRecoveryRequired {
+		s := "RECOVERY_REQUIRED: " + Hint(wire.CodeRecoveryRequired) + "."
+		if rv := r.Recovery; rv != nil {
+			s += fmt.Sprintf(" Known: state %s, dispatch %s", rv.State, rv.Dispatch)
+			if rv.PriorOutcome != "" {
+				s += ", earlier outcome " + rv.PriorOutcome
+			}
+			s += "."
+		}
+		return s
+	}
+	switch r.Outcome {
+	case "succeeded":
+		return "Done: the expected text is on the page."
+	case "unknown":
+		if r.Code == "" && r.Dispatch == "observed" {
+			return "Done, not verified (no action.expected was given): check the page below."
+		}
+		s := "The input was sent but its effect is not confirmed: observe before doing anything else, and do not repeat the action blindly."
+		if r.Code != "" {
+			s += " " + string(r.Code) + ": " + Hint(r.Code) + "."
+		}
+		return s
+	case "failed":
+		if r.Postcondition == "failed" {
+			return "The input was sent but the expected text did not appear in time: look at the page below before trying anything else."
+		}
+	}
+	if r.Code != "" {
+		prefix := "Nothing was done. "
+		if r.Dispatch != "notDispatched" {
+			prefix = ""
+		}
+		return prefix + string(r.Code) + ": " + Hint(r.Code) + "."
+	}
+	return ""
+}
+
+// describeAction names an action for a person or a model: `click button
+// "Add one"` when the ref's label is known, else `click r…`.
+func describeAction(a *browser.Action, labels map[string]string) string {
+	if a == nil {
+		return "action"
+	}
+	target := a.Ref
+	if l, ok := labels[a.Ref]; ok {
+		target = l
+	}
+	switch a.Kind {
+	case "fill", "type", "append":
+		text := ""
+		if a.Text != nil {
+			text = *a.Text
+		}
+		return fmt.Sprintf("%s %s with %s", a.Kind, target, strconv.Quote(clip(text, 60)))
+	case "press":
+		key := a.Key
+		if a.Shift != nil && *a.Shift {
+			key = "Shift+" + key
+		}
+		return fmt.Sprintf("press %s on %s", key, target)
+	}
+	return a.Kind + " " + target
+}
+
+// label is how an element is named in a batch step's approval question.
+func label(n *browser.NodeRef) string {
+	if n.Name == "" {
+		return n.Role
+	}
+	return n.Role + " " + strconv.Quote(clip(n.Name, 60))
+}
+
+func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

@@ -1,0 +1,222 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/wire"
+)
+
+func sptr(s string) *string { return &s }
+
+// formObservation is what browser.observe answers on /form after filling
+// the name.
+func formObservation() *browser.Observation {
+	return &browser.Observation{
+		Format: "full", Cursor: "c0011223344556677", Tab: "inst:7", URL: "http://127.0.0.1:41234/form", Title: "DSH demo",
+		DocumentEpoch: "8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B", Revision: 2,
+		Nodes: []browser.NodeRef{
+			{ID: "r00000000000000a1", Role: "main", Name: "Greeting", Kind: "region"},
+			{ID: "r00000000000000a2", Role: "textbox", Name: "Your name", Editable: true, Value: sptr("Ada")},
+			{ID: "r00000000000000a3", Role: "checkbox", Name: "Send me updates", Checked: false},
+			{ID: "r00000000000000a4", Role: "button", Name: "Greet"},
+			{ID: "r00000000000000a5", Role: "link", Name: "Go to the counter"},
+		},
+		Text:  []string{"DSH demo", "Your name", "Send me updates", "Greet", "Hello,\n  Ada!", "Go to the counter"},
+		Scope: browser.Scope{Kind: "document"},
+	}
+}
+
+func TestOutline(t *testing.T) {
+	got := Outline(formObservation(), "L1")
+	want := `page "DSH demo" http://127.0.0.1:41234/form
+leaseId=L1 documentEpoch=8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B
+- region main "Greeting"
+- textbox "Your name" [ref=r00000000000000a2] value="Ada"
+- checkbox "Send me updates" [ref=r00000000000000a3] checked=false
+- button "Greet" [ref=r00000000000000a4]
+- link "Go to the counter" [ref=r00000000000000a5]
+text:
+  DSH demo
+  Hello, Ada!
+`
+	if got != want {
+		t.Errorf("outline:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestOutlineStates(t *testing.T) {
+	o := &browser.Observation{
+		URL: "https://example.test/", Title: `Say "hi"`, DocumentEpoch: "F:L", Truncated: true,
+		Nodes: []browser.NodeRef{
+			{ID: "r1", Role: "checkbox", Name: "On", Checked: true, Disabled: true},
+			{ID: "r2", Role: "checkbox", Name: "Some", Checked: "mixed"},
+			{ID: "r3", Role: "generic", Name: "", Editable: true, Value: sptr("")},
+			{ID: "r4", Role: "button", Name: ""},
+			{ID: "r5", Role: "region", Name: "Group 1", Kind: "region"},
+		},
+		Scope: browser.Scope{Kind: "query", Query: &browser.Query{Name: "On", Role: "checkbox"}},
+	}
+	got := Outline(o, "L2")
+	for _, want := range []string{
+		`page "Say \"hi\"" https://example.test/  (truncated)` + "\n",
+		"query name=\"On\" role=checkbox: 5 matches\n",
+		"leaseId=L2 documentEpoch=F:L\n",
+		`- checkbox "On" [ref=r1] checked=true disabled` + "\n",
+		`- checkbox "Some" [ref=r2] checked=mixed` + "\n",
+		`- generic [ref=r3] value="" editable` + "\n",
+		"- button [ref=r4]\n",
+		"- region \"Group 1\"\n",
+		"(truncated: the page has more than this",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("outline lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "text:") {
+		t.Errorf("an observation without text has a text section:\n%s", got)
+	}
+	empty := Outline(&browser.Observation{Title: "Blank", URL: "http://x.test/", DocumentEpoch: "F:L"}, "L")
+	if !strings.Contains(empty, "(no controls)") {
+		t.Errorf("empty outline:\n%s", empty)
+	}
+}
+
+// bigObservation is browser.observe on /big: the budgets are reached
+// (120 controls, 24 named regions, 240 text fragments).
+func bigObservation() *browser.Observation {
+	o := &browser.Observation{
+		Format: "full", Cursor: "c0011223344556677", Tab: "inst:9", URL: "http://127.0.0.1:41234/big", Title: "Big page",
+		DocumentEpoch: "8E1F0C2A9B7D4E3F8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B4C2B1A0F9E8D7C6B", Revision: 1, Truncated: true,
+		Scope: browser.Scope{Kind: "document"},
+	}
+	o.Nodes = append(o.Nodes, browser.NodeRef{ID: "r0000000000000000", Role: "main", Kind: "region"})
+	for i := 1; i <= 120; i++ {
+		if i%40 == 1 {
+			o.Nodes = append(o.Nodes, browser.NodeRef{ID: fmt.Sprintf("r%016x", 10000+i), Role: "region", Name: fmt.Sprintf("Group %d", i/40+1), Kind: "region"})
+		}
+		o.Nodes = append(o.Nodes, browser.NodeRef{ID: fmt.Sprintf("r%016x", i), Role: "button", Name: fmt.Sprintf("Item %d", i)})
+	}
+	o.Text = append(o.Text, "Big page")
+	for i := 1; len(o.Text) < 240; i++ {
+		if i <= 120 {
+			o.Text = append(o.Text, fmt.Sprintf("Item %d", i))
+		} else {
+			o.Text = append(o.Text, fmt.Sprintf("Paragraph %d: a sentence of filler text to read.", i-120))
+		}
+	}
+	return o
+}
+
+// TestOutlineSmallerThanJSON checks that the outline of an observation is
+// smaller than the JSON the broker sends for it. The same comparison on
+// real pages runs in TestWithBroker.
+func TestOutlineSmallerThanJSON(t *testing.T) {
+	for name, o := range map[string]*browser.Observation{"/form": formObservation(), "/big": bigObservation()} {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outline := Outline(o, "L0123456789abcdef")
+		ratio := float64(len(outline)) / float64(len(raw))
+		t.Logf("%s: outline %d bytes, JSON %d bytes, ratio %.2f", name, len(outline), len(raw), ratio)
+		if ratio >= 1 {
+			t.Errorf("%s: the outline (%d bytes) is not smaller than the JSON (%d bytes)", name, len(outline), len(raw))
+		}
+	}
+}
+
+func TestRenderAction(t *testing.T) {
+	click := &browser.Action{Kind: "click", Ref: "r00000000000000a4"}
+	for _, tc := range []struct {
+		name string
+		res  browser.ActionResult
+		want []string
+	}{
+		{"succeeded", browser.ActionResult{RequestID: "q1", Outcome: "succeeded", Dispatch: "observed", Postcondition: "passed", Observation: formObservation()},
+			[]string{"click r00000000000000a4: succeeded (dispatch observed, postcondition passed)\n", "Done: the expected text is on the page.", "requestId=q1\n", "\npage \"DSH demo\"", "leaseId=L documentEpoch="}},
+		{"unverified", browser.ActionResult{RequestID: "q2", Outcome: "unknown", Dispatch: "observed", Postcondition: "unverified", Observation: formObservation()},
+			[]string{"unknown (dispatch observed, postcondition unverified)", "Done, not verified (no action.expected was given)", "- button \"Greet\""}},
+		{"stale", browser.ActionResult{RequestID: "q3", Outcome: "failed", Dispatch: "notDispatched", Postcondition: "unverified", Code: wire.CodeStaleTarget},
+			[]string{"failed (dispatch notDispatched, postcondition unverified, code STALE_TARGET)", "Nothing was done. STALE_TARGET: the page changed: call browser_observe again and use the new refs and documentEpoch.", "(no observation of the page afterwards: call browser_observe)"}},
+		{"postcondition failed", browser.ActionResult{RequestID: "q4", Outcome: "failed", Dispatch: "observed", Postcondition: "failed", Observation: formObservation()},
+			[]string{"the expected text did not appear in time"}},
+		{"dispatched, unverifiable", browser.ActionResult{RequestID: "q5", Outcome: "unknown", Dispatch: "dispatched", Postcondition: "unverified", Code: wire.CodeLeaseRevoked},
+			[]string{"The input was sent but its effect is not confirmed", "LEASE_REVOKED: the lease ended (Stop, navigation away, release or expiry): claim the tab again."}},
+		{"recovery", browser.ActionResult{RequestID: "q6", Outcome: "unknown", Dispatch: "dispatched", Postcondition: "unverified", Code: wire.CodeRecoveryRequired,
+			Recovery: &browser.Recovery{State: "reserved", Dispatch: "notDispatched"}},
+			[]string{"RECOVERY_REQUIRED: this request may already have run: check the page (observe) before trying again with a new requestId.", "Known: state reserved"}},
+		{"cancelled", browser.ActionResult{RequestID: "q7", Outcome: "cancelled", Dispatch: "notDispatched", Postcondition: "unverified", Code: wire.CodeUserStopped},
+			[]string{"Nothing was done. USER_STOPPED: the user pressed Stop"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RenderAction(&tc.res, click, "L")
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderBatch(t *testing.T) {
+	steps := []browser.BatchStep{
+		{Action: browser.Action{Kind: "fill", Ref: "r2", Text: sptr("Ada")}},
+		{Action: browser.Action{Kind: "press", Ref: "r2", Key: "Enter"}},
+		{Action: browser.Action{Kind: "click", Ref: "r4"}},
+	}
+	res := &browser.BatchResult{
+		ActionResult: browser.ActionResult{RequestID: "b1", Outcome: "failed", Dispatch: "observed", Postcondition: "unverified", Code: wire.CodePolicyDenied, Observation: formObservation()},
+		TotalSteps:   3,
+		Steps: []browser.StepReport{
+			{Index: 0, Status: "attempted", Result: &browser.ActionResult{Outcome: "succeeded", Dispatch: "observed", Postcondition: "passed"}},
+			{Index: 1, Status: "attempted", Result: &browser.ActionResult{Outcome: "failed", Dispatch: "notDispatched", Postcondition: "unverified", Code: wire.CodePolicyDenied}},
+			{Index: 2, Status: "notRun"},
+		},
+	}
+	got := RenderBatch(res, steps, "L", "")
+	for _, w := range []string{
+		"batch: failed (dispatch observed, postcondition unverified, code POLICY_DENIED) after 2 of 3 steps\n",
+		"  step 1 fill r2 with \"Ada\": succeeded",
+		"  step 2 press Enter on r2: failed (dispatch notDispatched, postcondition unverified, code POLICY_DENIED)",
+		"  step 3 click r4: not run\n",
+		"POLICY_DENIED: the user or policy refused: ask the user.",
+		"requestId=b1\n",
+		"- button \"Greet\"",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("lacks %q:\n%s", w, got)
+		}
+	}
+	if got := RenderBatch(res, steps, "L", deniedNoElicitation); !strings.Contains(got, "Use browser_act for each step instead.") {
+		t.Errorf("a refusal for want of elicitation is not explained:\n%s", got)
+	}
+}
+
+func TestStepQuestion(t *testing.T) {
+	se := &session{pages: make(map[string]*pageInfo)}
+	se.remember("L", formObservation())
+	shift := true
+	a := &approval{sess: se, leaseID: "L", steps: []browser.BatchStep{
+		{Action: browser.Action{Kind: "fill", Ref: "r00000000000000a2", Text: sptr("Grace")}},
+		{Action: browser.Action{Kind: "press", Ref: "r00000000000000a2", Key: "Tab", Shift: &shift}},
+		{Action: browser.Action{Kind: "click", Ref: "rgone"}},
+	}}
+	for i, want := range []string{
+		`Allow the agent to run batch step 1 of 3 (index 0): fill textbox "Your name" with "Grace" on 127.0.0.1:41234 ("DSH demo")?`,
+		`Allow the agent to run batch step 2 of 3 (index 1): press Shift+Tab on textbox "Your name" on 127.0.0.1:41234 ("DSH demo")?`,
+		`Allow the agent to run batch step 3 of 3 (index 2): click rgone on 127.0.0.1:41234 ("DSH demo")?`,
+	} {
+		if got := stepQuestion(a, i); got != want {
+			t.Errorf("step %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+	a.leaseID = "unknown"
+	if got, want := stepQuestion(a, 2), "Allow the agent to run batch step 3 of 3 (index 2): click rgone?"; got != want {
+		t.Errorf("without an observation:\n got %s\nwant %s", got, want)
+	}
+}

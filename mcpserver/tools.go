@@ -1,0 +1,322 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/lease"
+)
+
+// The tools' arguments. Schemas are inferred from these types (struct tags
+// and `jsonschema` descriptions; fields without omitempty are required),
+// reusing the protocol's own types for actions, steps and queries, then
+// annotated with the enums and bounds the broker enforces (see schemas.go).
+type (
+	ListInput struct {
+		InstanceID string `json:"instanceId,omitempty" jsonschema:"a browser instance id from browser_list; omit it to list the connected browsers"`
+	}
+	ClaimInput struct {
+		InstanceID string `json:"instanceId" jsonschema:"the browser instance id, from browser_list"`
+		Tab        string `json:"tab" jsonschema:"the tab id, from browser_list with instanceId"`
+	}
+	ObserveInput struct {
+		LeaseID string         `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+		Query   *browser.Query `json:"query,omitempty" jsonschema:"find elements by exact accessible name (case-sensitive) instead of reading the whole page; use it on big or truncated pages"`
+	}
+	ActInput struct {
+		LeaseID       string         `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+		DocumentEpoch string         `json:"documentEpoch" jsonschema:"the documentEpoch of the observation the ref comes from"`
+		Action        browser.Action `json:"action" jsonschema:"what to do, on which element"`
+		RequestID     string         `json:"requestId,omitempty" jsonschema:"identifies this action; omit it for a new action (one is generated and shown in the result); pass the same one again only to retry an action whose result you did not get"`
+		TimeoutMs     *int           `json:"timeoutMs,omitempty" jsonschema:"give up after this many milliseconds (default 10000)"`
+	}
+	BatchInput struct {
+		LeaseID       string              `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+		DocumentEpoch string              `json:"documentEpoch" jsonschema:"the documentEpoch of the observation every ref comes from"`
+		Steps         []browser.BatchStep `json:"steps" jsonschema:"1 to 8 steps, run in order"`
+		TimeoutMs     *int                `json:"timeoutMs,omitempty" jsonschema:"deadline of the whole batch in milliseconds, including the user's answers (default and maximum 30000)"`
+		RequestID     string              `json:"requestId,omitempty" jsonschema:"identifies this batch; as for browser_act: omit it for a new batch, reuse it only to retry one whose result you did not get"`
+	}
+	HandoffInput struct {
+		LeaseID string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+	}
+)
+
+// ClaimOutput is browser_claim's structured result: the lease without its
+// token.
+type ClaimOutput struct {
+	LeaseID    string `json:"leaseId" jsonschema:"pass it to the other tools"`
+	Tab        string `json:"tab" jsonschema:"the claimed tab"`
+	InstanceID string `json:"instanceId" jsonschema:"the tab's browser instance"`
+	Origin     string `json:"origin" jsonschema:"the page's origin when claimed"`
+	Scope      string `json:"scope" jsonschema:"origin: the lease ends when the tab leaves this origin; tab: it follows the tab"`
+	ExpiresAt  int64  `json:"expiresAt" jsonschema:"when the lease ends at the latest, in ms since the Unix epoch"`
+}
+
+// Broker call timeouts, beyond the broker's own deadlines.
+const (
+	readTimeout  = 20 * time.Second
+	claimTimeout = browser.ApprovalTimeout + 15*time.Second // the user may have to approve
+	actSlack     = 10 * time.Second
+)
+
+var (
+	yes = true
+	no  = false
+)
+
+func (s *Server) addTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "browser_list",
+		Title:       "List browsers or tabs",
+		Description: "List the browsers connected to the DSH broker; with instanceId, list that browser's web (HTTP/HTTPS) tabs with their ids, titles and URLs. Start here to find the tab to work in, then call browser_claim with the instanceId and the tab's id.",
+		InputSchema: inputSchema[ListInput](nil),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+	}, s.list)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "browser_claim",
+		Title: "Take control of a tab",
+		Description: "Ask for control of one tab of the user's real browser. Depending on the user's settings the user approves it in a browser window (this can take up to a minute) or it is granted at once. " +
+			"Returns a leaseId. Control lasts at most 5 minutes (expiresAt) and ends early when the user presses Stop, the tab navigates to another site (origin scope), or you call browser_handoff; then claim again. " +
+			"Next: browser_observe with the leaseId.",
+		InputSchema: inputSchema[ClaimInput](nil),
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: &no, DestructiveHint: &no},
+	}, s.claim)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "browser_observe",
+		Title: "Read the page",
+		Description: "Read the leased tab as a compact outline: its controls with the ref to act on and their state (value, checked, disabled), named regions, and the page's text. " +
+			"The second line gives the leaseId and documentEpoch to pass to browser_act with a ref. Refs and the documentEpoch belong to this document: after a navigation, or when an action answers STALE_TARGET, observe again. " +
+			"Long pages are cut (marked truncated): to find one element there, pass query with its exact accessible name (and role).",
+		InputSchema: inputSchema[ObserveInput](annotateObserve),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+	}, s.observe)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "browser_act",
+		Title: "Click, fill, type or press a key",
+		Description: "Do one thing in the leased tab, on an element ref from the latest browser_observe together with its documentEpoch: click; fill (replace a field's value); type (insert at the caret); append (add to the end of a field's value); or press a named key. " +
+			"Give action.expected {kind:\"text\", text} to have the result checked: it says succeeded only once that text is on the page; without it the result says unknown (not verified). " +
+			"The result shows the outcome and the page afterwards, with fresh refs. " +
+			"requestId is optional: when absent one is generated and shown in the result. To retry an action whose result you did not get (timeout, lost connection), call again with the SAME requestId: the broker never performs one requestId twice. A new action needs a new requestId (or none).",
+		InputSchema: inputSchema[ActInput](annotateAct),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
+	}, s.act)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "browser_batch",
+		Title: "Run a short sequence of actions",
+		Description: "Run 1 to 8 actions in order on the leased tab under one deadline, e.g. fill a form and submit it. Every ref comes from the same observation (documentEpoch). " +
+			"Give every step action.expected (text that is on the page once the step has worked): the batch stops at the first step that is not verified to have succeeded, and when a step before the last changes the document. " +
+			"The user approves each step through this app before it runs; if the app cannot ask the user, batches are refused: then use browser_act for each step. " +
+			"requestId works as for browser_act. The result lists each step's outcome and shows the page after the last step that ran.",
+		InputSchema: inputSchema[BatchInput](annotateBatch),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
+	}, s.batch)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "browser_handoff",
+		Title:       "Give the tab back",
+		Description: "Give the tab back to the user: ends the lease (the ON badge goes away) and leaves the tab open as it is. Call it when you are done with a tab or need the user to take over.",
+		InputSchema: inputSchema[HandoffInput](nil),
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: &no, DestructiveHint: &no},
+	}, s.handoff)
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+type instance struct {
+	ID           string `json:"id"`
+	Family       string `json:"family"`
+	Brand        string `json:"brand"`
+	Version      string `json:"version"`
+	ProfileLabel string `json:"profileLabel"`
+}
+
+func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, any, error) {
+	var b strings.Builder
+	if in.InstanceID == "" {
+		var list []instance
+		if err := s.call(ctx, req.Session, readTimeout, "browser.instances", nil, &list); err != nil {
+			return nil, nil, err
+		}
+		if len(list) == 0 {
+			return text("No browser is connected to the broker. Ask the user to open Chrome with the DSH extension loaded (`broker status` shows what is connected), then call browser_list again."), nil, nil
+		}
+		fmt.Fprintf(&b, "%s connected:\n", plural(len(list), "browser", "browsers"))
+		for _, in := range list {
+			fmt.Fprintf(&b, "- instanceId=%s %s %s profile %q\n", in.ID, in.Brand, in.Version, in.ProfileLabel)
+		}
+		b.WriteString("Next: browser_list with an instanceId lists its tabs.\n")
+		return text(b.String()), nil, nil
+	}
+	var tabs []browser.TabSummary
+	se := s.session(req.Session)
+	if err := s.call(ctx, req.Session, readTimeout, "browser.tabs", map[string]string{"sessionId": se.id, "instanceId": in.InstanceID}, &tabs); err != nil {
+		return nil, nil, err
+	}
+	if len(tabs) == 0 {
+		return text("This browser has no web (HTTP/HTTPS) tab that may be claimed. Ask the user to open the page to work on, then call browser_list again."), nil, nil
+	}
+	fmt.Fprintf(&b, "%s in instanceId=%s:\n", plural(len(tabs), "tab", "tabs"), in.InstanceID)
+	for _, t := range tabs {
+		fmt.Fprintf(&b, "- tab=%s %q %s\n", t.ID, t.Title, t.URL)
+	}
+	b.WriteString("Next: browser_claim with the instanceId and a tab.\n")
+	return text(b.String()), nil, nil
+}
+
+func (s *Server) claim(ctx context.Context, req *mcp.CallToolRequest, in ClaimInput) (*mcp.CallToolResult, *ClaimOutput, error) {
+	se := s.session(req.Session)
+	var l browser.LeaseResult
+	params := map[string]string{"sessionId": se.id, "instanceId": in.InstanceID, "tab": in.Tab}
+	if err := s.call(ctx, req.Session, claimTimeout, "browser.claim", params, &l); err != nil {
+		return nil, nil, err
+	}
+	out := &ClaimOutput{LeaseID: l.ID, Tab: l.Tab, InstanceID: l.InstanceID, Origin: l.Origin, Scope: l.Scope, ExpiresAt: l.ExpiresAt}
+	scope := "it follows the tab wherever it navigates"
+	if l.Scope == lease.ScopeOrigin {
+		scope = "it ends if the tab leaves " + l.Origin
+	}
+	expires := time.UnixMilli(l.ExpiresAt).UTC()
+	msg := fmt.Sprintf("leaseId=%s\ntab=%s origin=%s scope=%s (%s)\nexpiresAt=%d (%s, in %s; claim again after)\nNext: browser_observe with this leaseId.",
+		l.ID, l.Tab, l.Origin, l.Scope, scope, l.ExpiresAt, expires.Format(time.RFC3339), time.Until(expires).Round(time.Second))
+	return text(msg), out, nil
+}
+
+func (s *Server) observe(ctx context.Context, req *mcp.CallToolRequest, in ObserveInput) (*mcp.CallToolResult, any, error) {
+	se := s.session(req.Session)
+	params := map[string]any{"sessionId": se.id, "leaseId": in.LeaseID}
+	if in.Query != nil {
+		if strings.TrimSpace(in.Query.Name) == "" {
+			return nil, nil, fmt.Errorf("INVALID_REQUEST: query.name must not be empty")
+		}
+		params["query"] = in.Query
+	}
+	var o browser.Observation
+	if err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o); err != nil {
+		return nil, nil, err
+	}
+	se.remember(in.LeaseID, &o)
+	return text(Outline(&o, in.LeaseID)), nil, nil
+}
+
+func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput) (*mcp.CallToolResult, any, error) {
+	se := s.session(req.Session)
+	if err := checkAction(&in.Action); err != nil {
+		return nil, nil, err
+	}
+	if in.RequestID == "" {
+		in.RequestID = newRequestID()
+	}
+	r := browser.ActionRequest{RequestID: in.RequestID, LeaseID: in.LeaseID, DocumentEpoch: in.DocumentEpoch, Action: in.Action, TimeoutMs: in.TimeoutMs}
+	timeout := browser.DefaultActionTimeout
+	if in.TimeoutMs != nil {
+		timeout = time.Duration(*in.TimeoutMs) * time.Millisecond
+	}
+	var res browser.ActionResult
+	if err := s.call(ctx, req.Session, timeout+actSlack, "browser.act", map[string]any{"sessionId": se.id, "request": r}, &res); err != nil {
+		return nil, nil, withRequestID(err, in.RequestID)
+	}
+	se.remember(in.LeaseID, res.Observation)
+	return text(RenderAction(&res, &in.Action, in.LeaseID)), nil, nil
+}
+
+func (s *Server) batch(ctx context.Context, req *mcp.CallToolRequest, in BatchInput) (*mcp.CallToolResult, any, error) {
+	se := s.session(req.Session)
+	if len(in.Steps) < 1 || len(in.Steps) > browser.MaxBatchSteps {
+		return nil, nil, fmt.Errorf("INVALID_REQUEST: steps must hold 1 to %d steps", browser.MaxBatchSteps)
+	}
+	for i := range in.Steps {
+		if err := checkAction(&in.Steps[i].Action); err != nil {
+			return nil, nil, fmt.Errorf("step %d: %w", i+1, err)
+		}
+	}
+	if in.RequestID == "" {
+		in.RequestID = newRequestID()
+	}
+	a := &approval{sess: se, leaseID: in.LeaseID, steps: in.Steps}
+	approvalID := "approve-" + randomHex(8)
+	s.mu.Lock()
+	s.approvals[approvalID] = a
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.approvals, approvalID)
+		s.mu.Unlock()
+	}()
+	r := browser.BatchRequest{RequestID: in.RequestID, LeaseID: in.LeaseID, DocumentEpoch: in.DocumentEpoch, Steps: in.Steps, TimeoutMs: in.TimeoutMs}
+	var res browser.BatchResult
+	if err := s.call(ctx, req.Session, browser.MaxBatchTimeout+actSlack, "browser.batch",
+		map[string]any{"sessionId": se.id, "approvalId": approvalID, "request": r}, &res); err != nil {
+		return nil, nil, withRequestID(err, in.RequestID)
+	}
+	se.remember(in.LeaseID, res.Observation)
+	a.mu.Lock()
+	denied := a.denied
+	a.mu.Unlock()
+	return text(RenderBatch(&res, in.Steps, in.LeaseID, denied)), nil, nil
+}
+
+func (s *Server) handoff(ctx context.Context, req *mcp.CallToolRequest, in HandoffInput) (*mcp.CallToolResult, any, error) {
+	se := s.session(req.Session)
+	if err := s.call(ctx, req.Session, readTimeout, "browser.release", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, nil); err != nil {
+		return nil, nil, err
+	}
+	se.mu.Lock()
+	delete(se.pages, in.LeaseID)
+	se.mu.Unlock()
+	return text(fmt.Sprintf("Released leaseId=%s: the tab is the user's again and stays open as it is.", in.LeaseID)), nil, nil
+}
+
+// newRequestID returns a fresh action requestId.
+func newRequestID() string { return "mcp-" + randomHex(12) }
+
+// withRequestID adds the requestId to an action's tool error, so that the
+// model can retry the same action.
+func withRequestID(err error, requestID string) error {
+	return fmt.Errorf("%w (requestId=%s)", err, requestID)
+}
+
+// checkAction checks what the schema cannot say: which fields each kind
+// takes. The broker checks again; this only gives a clearer answer.
+func checkAction(a *browser.Action) error {
+	switch a.Kind {
+	case "click":
+		if a.Text != nil || a.Key != "" || a.Shift != nil {
+			return fmt.Errorf("INVALID_REQUEST: a click takes only ref (and expected): remove text, key and shift")
+		}
+	case "fill", "type", "append":
+		if a.Text == nil {
+			return fmt.Errorf("INVALID_REQUEST: %s needs action.text", a.Kind)
+		}
+		if a.Key != "" || a.Shift != nil {
+			return fmt.Errorf("INVALID_REQUEST: %s takes text, not key or shift", a.Kind)
+		}
+	case "press":
+		if !browser.NamedKeys[a.Key] {
+			return fmt.Errorf("INVALID_REQUEST: press needs action.key, one of %s", strings.Join(namedKeys, ", "))
+		}
+		if a.Text != nil {
+			return fmt.Errorf("INVALID_REQUEST: press takes key, not text (to enter text use fill, type or append)")
+		}
+	default:
+		return fmt.Errorf("INVALID_REQUEST: action.kind must be one of %s", strings.Join(actionKinds, ", "))
+	}
+	if a.Ref == "" {
+		return fmt.Errorf("INVALID_REQUEST: action.ref is required: a ref from browser_observe")
+	}
+	if e := a.Expected; e != nil {
+		if e.Kind == "" {
+			e.Kind = "text"
+		}
+		if e.Kind != "text" || strings.TrimSpace(e.Text) == "" {
+			return fmt.Errorf("INVALID_REQUEST: action.expected is {kind:\"text\", text:\"…\"} with a non-empty text")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsh-browser/broker/browser"
+)
+
+func TestNamedKeysMatchBroker(t *testing.T) {
+	got := slices.Sorted(slices.Values(namedKeys))
+	want := slices.Sorted(maps.Keys(browser.NamedKeys))
+	if !slices.Equal(got, want) {
+		t.Errorf("namedKeys %v, the broker's %v", got, want)
+	}
+}
+
+func TestCheckAction(t *testing.T) {
+	shift := true
+	for _, tc := range []struct {
+		name string
+		a    browser.Action
+		err  string // "" for valid
+	}{
+		{"click", browser.Action{Kind: "click", Ref: "r1"}, ""},
+		{"click with text", browser.Action{Kind: "click", Ref: "r1", Text: sptr("x")}, "a click takes only ref"},
+		{"fill", browser.Action{Kind: "fill", Ref: "r1", Text: sptr("")}, ""},
+		{"fill without text", browser.Action{Kind: "fill", Ref: "r1"}, "fill needs action.text"},
+		{"append with key", browser.Action{Kind: "append", Ref: "r1", Text: sptr("x"), Key: "Enter"}, "append takes text, not key"},
+		{"press", browser.Action{Kind: "press", Ref: "r1", Key: "Enter", Shift: &shift}, ""},
+		{"press unknown key", browser.Action{Kind: "press", Ref: "r1", Key: "F5"}, "press needs action.key, one of Enter, Tab"},
+		{"press with text", browser.Action{Kind: "press", Ref: "r1", Key: "Enter", Text: sptr("x")}, "press takes key, not text"},
+		{"unknown kind", browser.Action{Kind: "hover", Ref: "r1"}, "action.kind must be one of click, fill, type, append, press"},
+		{"no ref", browser.Action{Kind: "click"}, "action.ref is required"},
+		{"expected without kind", browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Text: "Clicks: 1"}}, ""},
+		{"expected blank", browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Kind: "text", Text: "  "}}, "non-empty text"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkAction(&tc.a)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("got %v, want an error with %q", err, tc.err)
+			}
+		})
+	}
+	a := browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Text: "x"}}
+	checkAction(&a)
+	if a.Expected.Kind != "text" {
+		t.Errorf("expected.kind defaults to %q, want text", a.Expected.Kind)
+	}
+}
+
+// TestSchemas checks the tools' input schemas: required and optional
+// arguments as the reference names them, and the enums of actions.
+func TestSchemas(t *testing.T) {
+	cs := connectNoBroker(t, nil)
+	list, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]map[string]any{}
+	for _, tool := range list.Tools {
+		raw, err := json.Marshal(tool.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		json.Unmarshal(raw, &m)
+		tools[tool.Name] = m
+		if tool.Description == "" {
+			t.Errorf("%s has no description", tool.Name)
+		}
+	}
+	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"browser_act", "browser_batch", "browser_claim", "browser_handoff", "browser_list", "browser_observe"}) {
+		t.Errorf("tools %v", got)
+	}
+	for name, want := range map[string]struct{ required, optional []string }{
+		"browser_list":    {nil, []string{"instanceId"}},
+		"browser_claim":   {[]string{"instanceId", "tab"}, nil},
+		"browser_observe": {[]string{"leaseId"}, []string{"query"}},
+		"browser_act":     {[]string{"leaseId", "documentEpoch", "action"}, []string{"requestId", "timeoutMs"}},
+		"browser_batch":   {[]string{"leaseId", "documentEpoch", "steps"}, []string{"requestId", "timeoutMs"}},
+		"browser_handoff": {[]string{"leaseId"}, nil},
+	} {
+		m := tools[name]
+		props, _ := m["properties"].(map[string]any)
+		if got := slices.Sorted(maps.Keys(props)); !slices.Equal(got, slices.Sorted(slices.Values(append(want.required, want.optional...)))) {
+			t.Errorf("%s: properties %v, want %v + %v", name, got, want.required, want.optional)
+		}
+		if got := strs(m["required"]); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want.required))) {
+			t.Errorf("%s: required %v, want %v", name, got, want.required)
+		}
+	}
+	action := path(t, tools["browser_act"], "properties", "action")
+	if got := strs(path(t, action, "properties", "kind")["enum"]); !slices.Equal(got, actionKinds) {
+		t.Errorf("action kinds %v", got)
+	}
+	if got := strs(path(t, action, "properties", "key")["enum"]); !slices.Equal(got, namedKeys) {
+		t.Errorf("keys %v", got)
+	}
+	if got := strs(action["required"]); !slices.Equal(got, []string{"kind", "ref"}) {
+		t.Errorf("action required %v", got)
+	}
+	if got := path(t, action, "properties", "text")["type"]; got != "string" {
+		t.Errorf("action.text type %v, want string (not nullable)", got)
+	}
+	steps := path(t, tools["browser_batch"], "properties", "steps")
+	if steps["minItems"] != 1.0 || steps["maxItems"] != 8.0 {
+		t.Errorf("steps bounds %v..%v", steps["minItems"], steps["maxItems"])
+	}
+	stepAction := path(t, steps, "items", "properties", "action")
+	if got := strs(path(t, stepAction, "properties", "kind")["enum"]); !slices.Equal(got, actionKinds) {
+		t.Errorf("batch action kinds %v", got)
+	}
+	q := path(t, tools["browser_observe"], "properties", "query")
+	if got := strs(q["required"]); !slices.Equal(got, []string{"name"}) {
+		t.Errorf("query required %v", got)
+	}
+	// The schemas resolve, and a press with an unknown key is refused.
+	rs, err := inputSchema[ActInput](annotateAct).Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]any{"leaseId": "L", "documentEpoch": "E", "action": map[string]any{"kind": "press", "ref": "r1", "key": "F5"}}
+	if rs.Validate(bad) == nil {
+		t.Error("a press of F5 validates")
+	}
+	good := map[string]any{"leaseId": "L", "documentEpoch": "E", "action": map[string]any{"kind": "click", "ref": "r1", "expected": map[string]any{"text": "Clicks: 1"}}}
+	if err := rs.Validate(good); err != nil {
+		t.Errorf("a click with an expectation: %v", err)
+	}
+}
+
+func path(t *testing.T, m map[string]any, keys ...string) map[string]any {
+	t.Helper()
+	for _, k := range keys {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			t.Fatalf("schema has no %s in %v", k, m)
+		}
+		m = next
+	}
+	return m
+}
+
+func strs(v any) []string {
+	var out []string
+	list, _ := v.([]any)
+	for _, x := range list {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
