@@ -1,0 +1,100 @@
+// Package mcp_test checks `broker mcp` with an MCP client written
+// elsewhere: the official TypeScript SDK's Client and StdioClientTransport,
+// in mcp.test.mjs beside this file.
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/dsh-browser/broker/internal/stack"
+	"github.com/dsh-browser/broker/internal/testenv"
+)
+
+// dir is this test's directory: package.json, the lockfile and the Node
+// test live here.
+func dir(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	d, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// require returns the path of a command, or skips the test (fails it on
+// CI, where every tool must be there).
+func require(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required on CI (CI=true): %v; install Node.js 20", name, err)
+	}
+	t.Skipf("%s is not installed (%v); install Node.js 20", name, err)
+	return ""
+}
+
+// npmInstall installs the pinned SDK from the lockfile when it is missing.
+func npmInstall(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
+		return
+	}
+	npm := require(t, "npm")
+	args := []string{"ci", "--no-audit", "--no-fund"}
+	if _, err := os.Stat(filepath.Join(dir, "package-lock.json")); err != nil {
+		args[0] = "install" // the first time: creates the lockfile
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm %s in %s: %v\n%s", args[0], dir, err, out)
+	}
+}
+
+var ranRE = regexp.MustCompile(`pass (\d+)\n.*fail 0\n.*cancelled 0\n.*skipped (\d+)`)
+
+// TestNodeMCPClient runs mcp.test.mjs against the built `broker mcp`, a
+// real broker in personal mode and real Chromium showing /counter.
+func TestNodeMCPClient(t *testing.T) {
+	node := require(t, "node")
+	d := dir(t)
+	npmInstall(t, d)
+	s := stack.Start(t, "--access-mode=personal")
+	page := s.Pages.URL("/counter")
+	s.Tab(t, page)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", d)
+	cmd.Dir = d
+	cmd.Env = append(os.Environ(),
+		"DSH_BROKER_BIN="+testenv.Binary(t, "broker"),
+		"DSH_RUNTIME_DIR="+s.B.RuntimeDir,
+		"DSH_INSTANCE="+s.Instance,
+		"DSH_PAGE_URL="+page,
+	)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Logf("node --test:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("node --test %s: %v\nbroker:\n%s", d, err, s.B.Stderr)
+	}
+	// The test skips itself without its environment: make sure it ran.
+	if m := ranRE.FindSubmatch(out.Bytes()); m == nil || string(m[1]) == "0" || string(m[2]) != "0" {
+		t.Fatalf("the Node test did not run")
+	}
+}
