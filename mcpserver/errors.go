@@ -34,6 +34,8 @@ var hints = map[wire.Code]string{
 	wire.CodeVisionUnavailable:     "screenshots are not available here: work from browser_observe",
 	wire.CodeBrokerStateUnsafe:     "the broker refuses to work in its current state: ask the user to run `broker status`",
 	wire.CodeInternalError:         "the broker or browser failed unexpectedly: observe the page and try again; if it keeps happening ask the user to run `broker status`",
+	wire.CodeAdmissionPending:      "the broker waits for the user to allow this program in the browser's admission window: ask the user to click Allow, then call this tool again",
+	wire.CodeAdmissionDenied:       "the user refused this program's connection to the broker: do not retry; ask the user",
 }
 
 // Hint returns what a model should do after a refusal with code.

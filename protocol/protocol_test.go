@@ -122,8 +122,14 @@ func TestSchemaErrorCodes(t *testing.T) {
 	if !slices.Equal(enums[0], want) {
 		t.Errorf("code enum = %v\nwant wire.Codes %v", enums[0], want)
 	}
-	if len(want) != 25 {
-		t.Errorf("the registry has %d codes, want the 25 the reference publishes", len(want))
+	if len(want) != 27 {
+		t.Errorf("the registry has %d codes, want the 25 the reference publishes and 2 for admission", len(want))
+	}
+	if ref := want[:wire.ReferenceCodes]; ref[0] != "INVALID_REQUEST" || ref[len(ref)-1] != "INTERNAL_ERROR" {
+		t.Errorf("the reference's codes are not first, in order: %v", ref)
+	}
+	if added := want[wire.ReferenceCodes:]; !slices.Equal(added, []string{"ADMISSION_PENDING", "ADMISSION_DENIED"}) {
+		t.Errorf("codes added after the reference's: %v", added)
 	}
 }
 

@@ -20,10 +20,13 @@ const (
 	CapRuntimeBatch     = "runtime.batch.v1"
 	CapInputNamedKeys   = "input.named-keys.v1"
 	CapPersonalTabScope = "runtime.personal-tab-scope.v1"
+	CapAdmission        = "broker.admission.v1"
 )
 
 // BrokerCapabilities is what this broker implements and offers in every
-// welcome. broker.personal-mode.v1 is added only in personal access mode.
+// welcome. broker.personal-mode.v1 is added only in personal access mode, and
+// broker.admission.v1 only when the broker asks the owner to admit each new
+// client connection (--admission=prompt).
 func BrokerCapabilities() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
 		CapJournalRecovery, CapRuntimeBatch}

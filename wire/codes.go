@@ -4,8 +4,9 @@ package wire
 // a Code; receivers build their own text from it.
 type Code string
 
-// The registry, in the order the reference publishes it. Never rename a code:
-// clients of the reference broker branch on these strings.
+// The registry, in the order the reference publishes it, then this broker's
+// additions at the end. Never rename or reorder a code: clients of the
+// reference broker branch on these strings.
 const (
 	CodeInvalidRequest        Code = "INVALID_REQUEST"
 	CodePolicyDenied          Code = "POLICY_DENIED"
@@ -32,9 +33,20 @@ const (
 	CodeInstallationBusy      Code = "INSTALLATION_BUSY"
 	CodeInstallationFailed    Code = "INSTALLATION_FAILED"
 	CodeInternalError         Code = "INTERNAL_ERROR"
+
+	// Owner admission (`broker serve --admission=prompt`, from the agent
+	// socket spec): the connection waits for the owner's answer, or the owner
+	// refused it (final for that connection).
+	CodeAdmissionPending Code = "ADMISSION_PENDING"
+	CodeAdmissionDenied  Code = "ADMISSION_DENIED"
 )
 
-// Codes lists every registry code in published order.
+// ReferenceCodes is how many codes of [Codes] the reference publishes; the
+// rest are this broker's additions, appended after them.
+const ReferenceCodes = 25
+
+// Codes lists every registry code in published order: the reference's, then
+// this broker's additions.
 var Codes = []Code{
 	CodeInvalidRequest, CodePolicyDenied, CodeLeaseBusy, CodeLeaseRevoked,
 	CodeUserStopped, CodeCancelled, CodeDeadlineExceeded, CodeQueueFull,
@@ -44,6 +56,7 @@ var Codes = []Code{
 	CodeJournalUnavailable, CodeRecoveryRequired, CodeBrokerBusy,
 	CodeBrokerStateUnsafe, CodeInstallationBusy, CodeInstallationFailed,
 	CodeInternalError,
+	CodeAdmissionPending, CodeAdmissionDenied,
 }
 
 var knownCodes = func() map[Code]bool {

@@ -24,9 +24,9 @@ test('every conformance vector gets the Go verdict', () => {
   assert.equal(vectors.length >= 3438, true);
 });
 
-test('the registry has the 25 codes', () => {
-  assert.equal(errorCodes.size, 25);
-  assert.ok(errorCodes.has('INTERNAL_ERROR'));
+test('the registry has the 25 reference codes and the 2 admission codes', () => {
+  assert.equal(errorCodes.size, 27);
+  for (const c of ['INTERNAL_ERROR', 'ADMISSION_PENDING', 'ADMISSION_DENIED']) assert.ok(errorCodes.has(c), c);
 });
 
 test('prototype keys are plain keys', () => {
