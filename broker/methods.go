@@ -98,18 +98,20 @@ func (s *Server) instances(_ context.Context, _ *peer, params json.RawMessage) (
 
 // Status is the value of broker.status: a summary for `broker status`.
 type Status struct {
-	Version      string            `json:"version"`
-	PID          int               `json:"pid"`
-	AccessMode   string            `json:"accessMode"`
-	StartedAt    time.Time         `json:"startedAt"`
-	Connections  int               `json:"connections"`
-	Capabilities []string          `json:"capabilities"`
-	Instances    []BrowserInstance `json:"instances"`
-	Leases       []StatusLease     `json:"leases"`
-	Journal      *JournalStatus    `json:"journal,omitempty"`
-	AllowOrigins []string          `json:"allowOrigins,omitempty"`
-	MaxSockets   int               `json:"maxSockets"`
-	MaxProviders int               `json:"maxProviders"`
+	Version      string             `json:"version"`
+	PID          int                `json:"pid"`
+	AccessMode   string             `json:"accessMode"`
+	Admission    string             `json:"admission"` // open or prompt
+	Pending      []StatusConnection `json:"pendingConnections"`
+	StartedAt    time.Time          `json:"startedAt"`
+	Connections  int                `json:"connections"`
+	Capabilities []string           `json:"capabilities"`
+	Instances    []BrowserInstance  `json:"instances"`
+	Leases       []StatusLease      `json:"leases"`
+	Journal      *JournalStatus     `json:"journal,omitempty"`
+	AllowOrigins []string           `json:"allowOrigins,omitempty"`
+	MaxSockets   int                `json:"maxSockets"`
+	MaxProviders int                `json:"maxProviders"`
 }
 
 func (s *Server) status(_ context.Context, _ *peer, params json.RawMessage) (any, error) {
@@ -120,6 +122,8 @@ func (s *Server) status(_ context.Context, _ *peer, params json.RawMessage) (any
 		Version:      s.cfg.Version,
 		PID:          os.Getpid(),
 		AccessMode:   s.cfg.AccessMode,
+		Admission:    s.cfg.Admission,
+		Pending:      s.pendingList(),
 		StartedAt:    s.started.UTC().Truncate(time.Second),
 		Connections:  int(s.sockets.Load()),
 		Capabilities: s.caps,

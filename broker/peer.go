@@ -37,6 +37,11 @@ type peer struct {
 	welcomed bool
 	hello    *wire.Hello
 	epoch    string
+
+	// adm is the owner's admission of a client under --admission=prompt;
+	// nil when admitted by its token alone (and for every provider). Set
+	// once in hello, before welcomed.
+	adm *admission
 }
 
 func newPeer(s *Server, c net.Conn, id uint64, pid int, log *slog.Logger) *peer {
@@ -90,6 +95,9 @@ func (p *peer) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 		p.s.refuse("provider called a client method", "conn", p.id, "method", req.Method)
 		return nil, wire.Err(wire.CodePolicyDenied)
 	}
+	if p.denied() {
+		return nil, wire.Err(wire.CodeAdmissionDenied) // final for this connection
+	}
 	h, ok := clientMethods[req.Method]
 	if !ok {
 		return nil, wire.Err(wire.CodeInvalidRequest)
@@ -112,7 +120,11 @@ func (p *peer) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 			case <-ctx.Done():
 			}
 		}()
-		v, err := h(p.s, ctx, p, req.Params)
+		var v any
+		err := p.awaitAdmission(ctx, req.Method)
+		if err == nil {
+			v, err = h(p.s, ctx, p, req.Params)
+		}
 		select {
 		case <-p.conn.HalfClosed():
 			if err != nil {
@@ -121,6 +133,9 @@ func (p *peer) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 		default:
 		}
 		return v, err
+	}
+	if err := p.awaitAdmission(ctx, req.Method); err != nil {
+		return nil, err
 	}
 	return h(p.s, ctx, p, req.Params)
 }
@@ -222,10 +237,18 @@ func (p *peer) handleHello(params json.RawMessage) (any, error) {
 			return nil, wire.Err(code)
 		}
 	}
+	if h.Role == wire.RoleClient && p.s.cfg.Admission == AdmissionPrompt {
+		// Pending until the owner answers; the question goes out now.
+		p.adm = newAdmission()
+		p.adm.asking = true
+		go p.s.askOwner(p)
+	}
 	p.welcomed = true
 	p.handshake.Stop()
 	if h.Role == wire.RoleProvider {
 		p.log.Info("browser connected", "instance", h.Instance.ID, "brand", h.Instance.Brand)
+	} else if p.adm != nil {
+		p.log.Info("client connected; asking the owner to admit it", "client", p.label)
 	} else {
 		p.log.Debug("peer welcomed", "role", h.Role)
 	}
@@ -263,6 +286,8 @@ func (s *Server) register(p *peer) wire.Code {
 		}
 	}
 	s.providers = append(s.providers, p)
+	close(s.providerJoined) // wakes admission questions waiting for a browser
+	s.providerJoined = make(chan struct{})
 	return ""
 }
 

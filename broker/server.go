@@ -10,6 +10,14 @@
 // [HandshakeTimeout]; a rejected hello may be retried inside that same window
 // and gives no runtime access. Providers beyond [Config.MaxProviders] are
 // refused with QUEUE_FULL; nothing already registered is ever evicted.
+//
+// With [Config.Admission] set to [AdmissionPrompt] a client whose hello
+// succeeds is also pending until the owner allows it in the extension (the
+// provider method admission.request): discovery answers ADMISSION_PENDING at
+// once, other requests wait up to [AdmissionWait], and a denial is final for
+// that connection (ADMISSION_DENIED), never inherited by a later connection
+// with the same label. Providers are never subject to it: their authority is
+// the native-messaging allowlist.
 package broker
 
 import (
@@ -55,6 +63,7 @@ type Config struct {
 
 	AccessMode   string   // restricted (default) or personal
 	AllowOrigins []string // restricted mode only
+	Admission    string   // open (default): the token admits a client; prompt: the owner does too
 
 	MaxConnections int // default 64
 	MaxProviders   int // default 16
@@ -78,6 +87,13 @@ func (cfg *Config) validate() error {
 		}
 	default:
 		return fmt.Errorf("unknown access mode %q: use restricted or personal", cfg.AccessMode)
+	}
+	switch cfg.Admission {
+	case "":
+		cfg.Admission = AdmissionOpen
+	case AdmissionOpen, AdmissionPrompt:
+	default:
+		return fmt.Errorf("unknown admission mode %q: use open or prompt", cfg.Admission)
 	}
 	if cfg.SocketPath == "" {
 		cfg.SocketPath = filepath.Join(cfg.RuntimeDir, paths.SocketName)
@@ -111,10 +127,11 @@ type Server struct {
 	sockets atomic.Int64 // open sockets, authenticated or not
 	nextID  atomic.Uint64
 
-	mu        sync.Mutex
-	peers     map[*peer]struct{}
-	providers []*peer // registration order
-	conns     sync.WaitGroup
+	mu             sync.Mutex
+	peers          map[*peer]struct{}
+	providers      []*peer       // registration order
+	providerJoined chan struct{} // closed and replaced when a provider registers
+	conns          sync.WaitGroup
 }
 
 // New prepares the runtime directory and token, takes the runtime
@@ -141,6 +158,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AccessMode == AccessPersonal {
 		caps = append(caps, wire.CapPersonalMode)
 	}
+	if cfg.Admission == AdmissionPrompt {
+		caps = append(caps, wire.CapAdmission)
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -149,6 +169,8 @@ func New(cfg Config) (*Server, error) {
 		caps:    caps,
 		started: time.Now(),
 		peers:   make(map[*peer]struct{}),
+
+		providerJoined: make(chan struct{}),
 	}
 	rc := browser.Config{
 		Personal:     cfg.AccessMode == AccessPersonal,
@@ -192,7 +214,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			return err
 		}
 	}
-	s.log.Info("broker listening", "socket", s.cfg.SocketPath, "access", s.cfg.AccessMode, "activated", !ownSocket)
+	s.log.Info("broker listening", "socket", s.cfg.SocketPath, "access", s.cfg.AccessMode, "admission", s.cfg.Admission, "activated", !ownSocket)
 	daemon.SdNotify(false, daemon.SdNotifyReady) // no-op outside systemd
 
 	stop := context.AfterFunc(ctx, func() { ln.Close() })

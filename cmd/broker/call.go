@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -166,15 +167,45 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	admission := make(chan string, 1)
+	o := opts()
+	o.OnEvent = func(ev *wire.Envelope) {
+		var v struct{ State string }
+		if ev.Event == "broker.admission" && json.Unmarshal(ev.Value, &v) == nil {
+			select {
+			case admission <- v.State:
+			default:
+			}
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, opts())
+	c, err := client.Dial(dctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "broker status: not running or not reachable: %v\n", err)
 		return 1
 	}
 	defer c.Close()
-	raw, err := c.Call(ctx, "broker.status", nil)
+	raw, err := c.Call(dctx, "broker.status", nil)
+	if rpc.CodeOf(err) == wire.CodeAdmissionPending {
+		// --admission=prompt: this connection, like any, waits for the owner.
+		fmt.Fprintf(stderr, "broker status: the broker asks you to admit each program that connects: click Allow for this one (pid %d) in the browser's window; waiting up to 70 s\n", os.Getpid())
+		select {
+		case state := <-admission:
+			if state != "granted" {
+				fmt.Fprintln(stderr, "broker status: the connection was denied")
+				return 1
+			}
+		case <-time.After(70 * time.Second):
+			fmt.Fprintln(stderr, "broker status: no answer in time (is a browser with the DSH extension open?)")
+			return 1
+		case <-ctx.Done():
+			return 1
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		raw, err = c.Call(sctx, "broker.status", nil)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "broker status: %s\n", rpc.CodeOf(err))
 		return 1
@@ -195,6 +226,9 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if len(st.AllowOrigins) > 0 {
 		fmt.Fprintf(tw, "allowed origins\t%s\n", strings.Join(st.AllowOrigins, ", "))
 	}
+	if st.Admission == broker.AdmissionPrompt {
+		fmt.Fprintf(tw, "admission\tprompt: each new client waits until you allow it in the browser (%d pending)\n", len(st.Pending))
+	}
 	fmt.Fprintf(tw, "connections\t%d of %d (this one included)\n", st.Connections, st.MaxSockets)
 	fmt.Fprintf(tw, "browsers\t%d of %d\n", len(st.Instances), st.MaxProviders)
 	fmt.Fprintf(tw, "leases\t%d\n", len(st.Leases))
@@ -209,6 +243,19 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		fmt.Fprintf(tw, "journal\tnone (action fences kept in memory)\n")
 	}
 	tw.Flush()
+	if len(st.Pending) > 0 {
+		fmt.Fprintln(stdout)
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PENDING\tPROGRAM\tWAITING SINCE\tASKING THE OWNER")
+		for _, p := range st.Pending {
+			asked := "no (asks again on its next request)"
+			if p.Asking {
+				asked = "yes"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.ID, p.Label, p.Since.Local().Format(time.TimeOnly), asked)
+		}
+		tw.Flush()
+	}
 	if len(st.Instances) == 0 {
 		fmt.Fprintln(stdout, "\nNo browser is connected. Load the extension (see 'broker install') and keep the browser open.")
 		return 0

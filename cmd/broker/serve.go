@@ -24,6 +24,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	access := fs.String("access-mode", broker.AccessRestricted, "restricted: the user approves every claim in the extension; personal: prompt-free HTTP(S) tabs")
 	var allow multiFlag
 	fs.Var(&allow, "allow-origin", "restricted mode: an exact origin (scheme://host[:port]) claims may target; repeatable")
+	admission := fs.String("admission", broker.AdmissionOpen, "open: a client with the token is admitted; prompt: each new client connection also waits\nuntil you allow it in the browser's admission window (discovery answers ADMISSION_PENDING\nmeanwhile, other calls wait up to 25 s; Deny is final for that connection; a new\nconnection asks again, whatever its name)")
 	maxConns := fs.Int("max-connections", broker.DefaultMaxConnections, "open sockets allowed at once, including unauthenticated ones")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if code, done := parseFlags(fs, args); done {
@@ -46,6 +47,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		SocketPath:     paths.Socket(*socket, rd),
 		AccessMode:     *access,
 		AllowOrigins:   allow,
+		Admission:      *admission,
 		MaxConnections: *maxConns,
 		Version:        version(),
 		Logger:         log,
