@@ -1,12 +1,18 @@
-// The approval window: a popup window of approve.html that asks the user to
-// allow one client on one tab's exact origin. Anything but Allow is a deny.
+// The approval windows: a popup window that asks the user one question and
+// answers true only for Allow. approve.html asks to allow one client on one
+// tab's exact origin; admit.html asks to admit one client connection to the
+// broker. Anything but Allow (Deny, closing the window, 60 s) is a deny.
 const APPROVAL_TIMEOUT_MS = 60000;
+
+export const APPROVE_WINDOW = { page: 'approve.html', width: 460, height: 320 };
+export const ADMIT_WINDOW = { page: 'admit.html', width: 460, height: 280 };
 
 export function createApprovals({ chrome, timers, uuid }) {
   const pending = new Map(); // request ID -> {details, windowId, settle}
 
-  // ask resolves true only when the user clicks Allow in time.
-  function ask(details, signal) {
+  // ask resolves true only when the user clicks Allow in time, in a window
+  // of the given kind (APPROVE_WINDOW or ADMIT_WINDOW).
+  function ask(details, signal, { page, width, height } = APPROVE_WINDOW) {
     return new Promise((resolve) => {
       const req = uuid();
       const entry = { details, windowId: undefined };
@@ -23,7 +29,7 @@ export function createApprovals({ chrome, timers, uuid }) {
       pending.set(req, entry);
       if (signal.aborted) return settle(false);
       signal.addEventListener('abort', onAbort);
-      chrome.windows.create({ url: `approve.html?req=${encodeURIComponent(req)}`, type: 'popup', width: 460, height: 320 })
+      chrome.windows.create({ url: `${page}?req=${encodeURIComponent(req)}`, type: 'popup', width, height })
         .then((w) => {
           entry.windowId = w.id;
           if (!pending.has(req)) chrome.windows.remove(w.id).catch(() => {}); // settled while opening
@@ -31,7 +37,8 @@ export function createApprovals({ chrome, timers, uuid }) {
     });
   }
 
-  // onMessage answers approve.html: it reads its request, then answers it.
+  // onMessage answers approve.html and admit.html: each reads its request,
+  // then answers it.
   // Only the window opened for a request may answer it.
   function onMessage(msg, sender) {
     const entry = pending.get(msg.req);

@@ -4,7 +4,7 @@
 import { fail, isObject, orFail } from './errors.js';
 import { createTransport } from './transport.js';
 import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
-import { createApprovals } from './approval.js';
+import { createApprovals, ADMIT_WINDOW } from './approval.js';
 import * as ax from './ax.js';
 import * as input from './input.js';
 import { checkCdp } from './cdp.js';
@@ -114,6 +114,17 @@ export function createExtension(chrome, {
     }
   }
 
+  // admit asks the owner whether a client connection of the broker may use
+  // the browser at all (the broker's --admission=prompt). Only Allow admits;
+  // Deny, closing the window or 60 s answer allowed:false.
+  async function admit(conn, params, signal) {
+    const c = params.connection;
+    if (!isObject(c) || !nonEmpty(c.id) || !nonEmpty(c.label)) fail('INVALID_REQUEST');
+    const allowed = await approvals.ask({ client: c.label, connection: c.id }, signal, ADMIT_WINDOW);
+    signal.throwIfAborted();
+    return { allowed };
+  }
+
   function revoke(conn, params) {
     const lease = parseLease(params.lease);
     const gate = gates.get(tabOf(conn, lease));
@@ -167,6 +178,7 @@ export function createExtension(chrome, {
     'tabs.list': async (conn) => (await chrome.tabs.query({}))
       .filter((t) => isHttp(t.url))
       .map((t) => ({ id: `${conn.instanceId}:${t.id}`, instanceId: conn.instanceId, url: t.url, title: t.title ?? '' })),
+    'admission.request': admit,
     'lease.grant': grant,
     'lease.revoke': revoke,
     'ax.read': leased(
