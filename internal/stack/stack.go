@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,8 @@ type Stack struct {
 	Client   *client.Client
 	Events   chan *wire.Envelope
 	Instance string
+
+	answered map[target.ID]bool // admission windows already answered
 }
 
 // ExtensionDir returns the absolute path of the repository's extension/.
@@ -49,11 +52,14 @@ func ExtensionDir(t testing.TB) string {
 
 // Start starts the broker with brokerArgs, installs the native host into a
 // fresh Chromium profile, launches Chromium with the extension and waits
-// until the extension has connected.
+// until the extension has connected. With "--admission=prompt" among
+// brokerArgs the stack's own client is admitted first, as the owner would:
+// by clicking Allow in the extension's admission window.
 func Start(t testing.TB, brokerArgs ...string) *Stack {
 	t.Helper()
 	chromium.Require(t)
-	s := &Stack{B: testenv.StartBroker(t, brokerArgs...), Pages: testpages.Serve(t), Events: make(chan *wire.Envelope, 64)}
+	s := &Stack{B: testenv.StartBroker(t, brokerArgs...), Pages: testpages.Serve(t), Events: make(chan *wire.Envelope, 64),
+		answered: make(map[target.ID]bool)}
 	home := testenv.ShortTempDir(t)
 	manifestDir := filepath.Join(home, "manifests")
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}
@@ -70,8 +76,66 @@ func Start(t testing.TB, brokerArgs ...string) *Stack {
 		NativeHosts:  map[string][]byte{install.ManifestName: manifest},
 	})
 	s.Client = s.B.Client(t, client.Options{OnEvent: func(ev *wire.Envelope) { s.Events <- ev }})
+	if slices.Contains(brokerArgs, "--admission=prompt") {
+		s.Admit(t, ProcessLabel(os.Getpid()), "allow")
+		s.WaitAdmission(t, s.Events, "granted")
+	}
 	s.Instance = s.WaitInstance(t, "")
 	return s
+}
+
+// ProcessLabel is how the broker names a client process to the user:
+// "<comm> (pid N)". Every client of one process has the same label.
+func ProcessLabel(pid int) string {
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return fmt.Sprintf("%s (pid %d)", strings.TrimSpace(string(comm)), pid)
+}
+
+// Admit waits for an admission window (admit.html) not answered yet that
+// asks about a connection labelled label, and clicks button ("allow" or
+// "deny") in it, as the owner would. It returns the window.
+func (s *Stack) Admit(t testing.TB, label, button string) *target.Info {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, info := range s.Browser.Targets(t) {
+			if info.Type != "page" || !strings.Contains(info.URL, install.PinnedExtensionID+"/admit.html") || s.answered[info.TargetID] {
+				continue
+			}
+			if s.Browser.Text(t, info.TargetID, "#client") != label {
+				continue // another program's question
+			}
+			s.answered[info.TargetID] = true
+			s.Browser.Click(t, info.TargetID, "#"+button)
+			return info
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no admission window for %q\nbroker:\n%s", label, s.B.Stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// WaitAdmission waits for the broker.admission event with state on events
+// (a client's event channel), skipping other events.
+func (s *Stack) WaitAdmission(t testing.TB, events <-chan *wire.Envelope, state string) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.Event != "broker.admission" {
+				continue
+			}
+			var v struct{ State string }
+			if json.Unmarshal(ev.Value, &v); v.State != state {
+				t.Fatalf("broker.admission %s, want state %q", ev.Value, state)
+			}
+			return
+		case <-timeout:
+			t.Fatalf("no broker.admission event with state %q\nbroker:\n%s", state, s.B.Stderr)
+		}
+	}
 }
 
 // WaitInstance waits for a connected browser instance other than not.
