@@ -246,12 +246,27 @@ func TestE2EBigPageBoundedReadAndQuery(t *testing.T) {
 	if q.Scope.Kind != "query" || len(q.Nodes) != 1 || q.Nodes[0].Name != "Target" {
 		t.Fatalf("query for the last button: %+v", q)
 	}
-	r := s.Act(t, "s", q, l.ID, map[string]any{"kind": "click", "ref": q.Nodes[0].ID})
-	if r.Dispatch == "notDispatched" {
+	// The text it changes to lies past the truncated observation: the
+	// expectation is still checked, by an exact-name search.
+	r := s.Act(t, "s", q, l.ID, map[string]any{"kind": "click", "ref": q.Nodes[0].ID, "expected": map[string]any{"kind": "text", "text": "Target clicked"}})
+	if r.Outcome != "succeeded" || r.Postcondition != "passed" {
 		t.Fatalf("click on the queried button: %+v", r)
 	}
 	if n := chromium.Eval[int](t, s.Browser, target, "window.targetClicks"); n != 1 {
 		t.Fatalf("target clicked %d times, want 1", n)
+	}
+	// Text that never appears, on a page too big to read whole: the broker
+	// cannot say it is absent, so the click is unverified, not failed.
+	raw, _ = s.Call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"role": "button", "name": "Item 1"}})
+	json.Unmarshal(raw, &q)
+	raw, err = s.Call(t, "browser.act", map[string]any{"sessionId": "s", "request": map[string]any{
+		"requestId": "unseen", "leaseId": l.ID, "documentEpoch": q.DocumentEpoch, "timeoutMs": 1500,
+		"action": map[string]any{"kind": "click", "ref": q.Nodes[0].ID, "expected": map[string]any{"kind": "text", "text": "No such text anywhere"}},
+	}})
+	var unseen browser.ActionResult
+	json.Unmarshal(raw, &unseen)
+	if err != nil || unseen.Outcome != "unknown" || unseen.Postcondition != "unverified" {
+		t.Fatalf("expectation beyond a truncated page: %+v %v", unseen, err)
 	}
 	raw, _ = s.Call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"name": "No such thing"}})
 	json.Unmarshal(raw, &q)
