@@ -31,7 +31,7 @@ echo "== go vet"
 go vet ./...
 
 echo "== extension (node --test)"
-node --test extension/test/
+node --test extension/test/*.test.mjs
 
 echo "== go test"
 go test -race -count=1 -timeout 30m ./...
