@@ -171,15 +171,7 @@ func (r *Runtime) act(ctx context.Context, owner lease.Owner, req ActionRequest,
 // returned without dispatching. settle runs with the final result.
 func (r *Runtime) run(ctx context.Context, owner lease.Owner, req ActionRequest, timeout time.Duration,
 	reserve func() *ActionResult, settle func(*ActionResult)) (*ActionResult, error) {
-	l, err := r.leases.Get(owner, req.LeaseID)
-	if err != nil {
-		return nil, err
-	}
-	p := r.page(req.LeaseID)
-	if p == nil {
-		return nil, wire.Err(wire.CodeLeaseRevoked)
-	}
-	prov, err := r.provider(l.InstanceID)
+	l, p, prov, err := r.leased(owner, req.LeaseID)
 	if err != nil {
 		return nil, err
 	}

@@ -148,15 +148,7 @@ func (b *batch) run(ctx context.Context, timeout time.Duration) (*BatchResult, e
 			return batchRecovered(recovered(req.RequestID, rec), len(req.Steps)), nil
 		}
 	}
-	l, err := r.leases.Get(b.owner, req.LeaseID)
-	if err != nil {
-		return nil, err
-	}
-	p := r.page(req.LeaseID)
-	if p == nil {
-		return nil, wire.Err(wire.CodeLeaseRevoked)
-	}
-	prov, err := r.provider(l.InstanceID)
+	l, p, prov, err := r.leased(b.owner, req.LeaseID)
 	if err != nil {
 		return nil, err
 	}

@@ -132,7 +132,7 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 			return nil, invalid()
 		}
 	}
-	l, p, err := r.leased(c, in.SessionID, in.LeaseID)
+	l, p, _, err := r.leased(lease.Owner{Conn: c.ConnID(), Session: in.SessionID}, in.LeaseID)
 	if err != nil {
 		return nil, err
 	}
@@ -152,17 +152,21 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	return obs, nil
 }
 
-// leased returns the caller's live lease and its page.
-func (r *Runtime) leased(c Client, session, leaseID string) (*lease.Lease, *page, error) {
-	l, err := r.leases.Get(lease.Owner{Conn: c.ConnID(), Session: session}, leaseID)
+// leased returns owner's live lease, its page and its browser.
+func (r *Runtime) leased(owner lease.Owner, leaseID string) (*lease.Lease, *page, Provider, error) {
+	l, err := r.leases.Get(owner, leaseID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p := r.page(leaseID)
 	if p == nil {
-		return nil, nil, wire.Err(wire.CodeLeaseRevoked)
+		return nil, nil, nil, wire.Err(wire.CodeLeaseRevoked)
 	}
-	return l, p, nil
+	prov, err := r.provider(l.InstanceID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return l, p, prov, nil
 }
 
 // observe reads and projects the page. The caller holds the page's queue.
