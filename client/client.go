@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,15 +31,22 @@ type Options struct {
 
 	// OnEvent receives broker events; it must not block.
 	OnEvent func(ev *wire.Envelope)
+	// AdmissionWait, when positive, makes Dial wait that long for the owner
+	// to admit this connection if the broker asks (broker.admission.v1 in
+	// the welcome, --admission=prompt). OnAdmissionWait, if set, is called
+	// once when that wait starts, to tell the user what to do.
+	AdmissionWait   time.Duration
+	OnAdmissionWait func()
 	// OnRequest answers broker-to-client requests; nil refuses them.
 	OnRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
 }
 
 // Client is an authenticated connection to the broker.
 type Client struct {
-	conn    *rpc.Conn
-	welcome *wire.Welcome
-	opts    Options
+	conn      *rpc.Conn
+	welcome   *wire.Welcome
+	opts      Options
+	admission chan string // the owner's answer: "granted" or "denied"
 }
 
 // Dial connects, authenticates and negotiates. Errors say what to do: a
@@ -59,7 +67,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to the broker at %s: %w (start it with `broker serve`)", socket, err)
 	}
-	c := &Client{opts: opts}
+	c := &Client{opts: opts, admission: make(chan string, 1)}
 	c.conn = rpc.New(nc, handler{c}, rpc.Limits{}, nil)
 	go c.conn.Run()
 
@@ -88,7 +96,33 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("the broker does not offer %s: upgrade the broker", strings.Join(missing, ", "))
 	}
 	c.welcome = w
+	if opts.AdmissionWait > 0 && slices.Contains(w.Capabilities, wire.CapAdmission) {
+		if err := c.waitAdmission(ctx, opts); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// waitAdmission waits for the owner to admit this connection.
+func (c *Client) waitAdmission(ctx context.Context, opts Options) error {
+	if opts.OnAdmissionWait != nil {
+		opts.OnAdmissionWait()
+	}
+	select {
+	case state := <-c.admission:
+		if state != "granted" {
+			return fmt.Errorf("the owner denied this connection (%w)", wire.Err(wire.CodeAdmissionDenied))
+		}
+		return nil
+	case <-time.After(opts.AdmissionWait):
+		return fmt.Errorf("no answer from the owner in %v (%w): is a browser with the DSH extension open?", opts.AdmissionWait, wire.Err(wire.CodeAdmissionPending))
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.conn.Closed():
+		return wire.Err(wire.CodeConnectionLost)
+	}
 }
 
 func helloError(err error) error {
@@ -130,6 +164,17 @@ func (h handler) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 }
 
 func (h handler) Event(ev *wire.Envelope) {
+	if ev.Event == "broker.admission" {
+		var v struct {
+			State string `json:"state"`
+		}
+		if json.Unmarshal(ev.Value, &v) == nil {
+			select {
+			case h.c.admission <- v.State:
+			default:
+			}
+		}
+	}
 	if h.c.opts.OnEvent != nil {
 		h.c.opts.OnEvent(ev)
 	}

@@ -58,6 +58,10 @@ type Options struct {
 	NameProcess bool
 }
 
+// admissionWait bounds the wait for the owner's admission on the first
+// tool call (hosts commonly give a tool call about a minute).
+const admissionWait = 45 * time.Second
+
 // protocolVersions are the MCP versions served. 2026-07-28 is left out on
 // purpose: it forbids server-to-client requests during a tool call, and a
 // batch step's approval arrives from the broker in the middle of one.
@@ -234,16 +238,25 @@ func (s *Server) broker(ctx context.Context, ss *mcp.ServerSession) (*client.Cli
 			nameProcess("mcp " + p.ClientInfo.Name)
 		}
 	}
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Under --admission=prompt the owner admits this server in the browser
+	// first; wait for that within what MCP hosts allow a tool call.
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second+admissionWait)
 	defer cancel()
 	c, err := client.Dial(dctx, client.Options{
-		RuntimeDir: s.opts.RuntimeDir,
-		SocketPath: s.opts.SocketPath,
-		JournalKey: s.journalKey,
-		OnEvent:    s.onEvent,
-		OnRequest:  s.onRequest,
+		RuntimeDir:    s.opts.RuntimeDir,
+		SocketPath:    s.opts.SocketPath,
+		JournalKey:    s.journalKey,
+		OnEvent:       s.onEvent,
+		OnRequest:     s.onRequest,
+		AdmissionWait: admissionWait,
+		OnAdmissionWait: func() {
+			s.log.Info("waiting for the owner to admit this MCP server in the browser", "wait", admissionWait)
+		},
 	})
 	if err != nil {
+		if client.IsCode(err, wire.CodeAdmissionPending) || client.IsCode(err, wire.CodeAdmissionDenied) {
+			return nil, err // the owner's answer (or its absence), with its own hint
+		}
 		s.log.Warn("cannot reach the broker", "err", err)
 		return nil, notRunning(err)
 	}

@@ -305,6 +305,18 @@ func TestE2EAdmissionPrompt(t *testing.T) {
 		t.Fatalf("broker status does not show the pending connection:\n%s", out.String())
 	}
 
+	// `broker call` waits to be admitted the same way, then answers.
+	call := exec.Command(testenv.Binary(t, "broker"), "call", "--runtime-dir", s.B.RuntimeDir, "browser.instances")
+	var callOut, callErrOut bytes.Buffer
+	call.Stdout, call.Stderr = &callOut, &callErrOut
+	if err := call.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Admit(t, stack.ProcessLabel(call.Process.Pid), "allow")
+	if err := call.Wait(); err != nil || !strings.Contains(callOut.String(), s.Instance) || !strings.Contains(callErrOut.String(), "click Allow") {
+		t.Fatalf("broker call under admission: %v\n%s%s", err, callOut.String(), callErrOut.String())
+	}
+
 	// A's claim waits for the owner; Allow lets it through.
 	type claimed struct {
 		raw json.RawMessage

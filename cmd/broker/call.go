@@ -65,7 +65,8 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			out.Unlock()
 		}
 	}
-	dctx, cancel := context.WithTimeout(ctx, *timeout)
+	o.AdmissionWait, o.OnAdmissionWait = admissionWait, admissionHint("broker call", stderr)
+	dctx, cancel := context.WithTimeout(ctx, *timeout+admissionWait)
 	c, err := client.Dial(dctx, o)
 	cancel()
 	if err != nil {
@@ -139,6 +140,16 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return 0
 }
 
+// admissionWait is how long the CLI waits for the owner to admit it when
+// the broker runs with --admission=prompt (the extension's window waits 60 s).
+const admissionWait = 70 * time.Second
+
+func admissionHint(cmd string, stderr io.Writer) func() {
+	return func() {
+		fmt.Fprintf(stderr, "%s: the broker asks you to admit each program that connects: click Allow for this one (pid %d) in the browser's window; waiting up to %v\n", cmd, os.Getpid(), admissionWait)
+	}
+}
+
 type request struct {
 	method string
 	params json.RawMessage
@@ -167,45 +178,19 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	admission := make(chan string, 1)
 	o := opts()
-	o.OnEvent = func(ev *wire.Envelope) {
-		var v struct{ State string }
-		if ev.Event == "broker.admission" && json.Unmarshal(ev.Value, &v) == nil {
-			select {
-			case admission <- v.State:
-			default:
-			}
-		}
-	}
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	o.AdmissionWait, o.OnAdmissionWait = admissionWait, admissionHint("broker status", stderr)
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second+admissionWait)
 	defer cancel()
 	c, err := client.Dial(dctx, o)
 	if err != nil {
-		fmt.Fprintf(stderr, "broker status: not running or not reachable: %v\n", err)
+		fmt.Fprintf(stderr, "broker status: not running, not reachable or not admitted: %v\n", err)
 		return 1
 	}
 	defer c.Close()
-	raw, err := c.Call(dctx, "broker.status", nil)
-	if rpc.CodeOf(err) == wire.CodeAdmissionPending {
-		// --admission=prompt: this connection, like any, waits for the owner.
-		fmt.Fprintf(stderr, "broker status: the broker asks you to admit each program that connects: click Allow for this one (pid %d) in the browser's window; waiting up to 70 s\n", os.Getpid())
-		select {
-		case state := <-admission:
-			if state != "granted" {
-				fmt.Fprintln(stderr, "broker status: the connection was denied")
-				return 1
-			}
-		case <-time.After(70 * time.Second):
-			fmt.Fprintln(stderr, "broker status: no answer in time (is a browser with the DSH extension open?)")
-			return 1
-		case <-ctx.Done():
-			return 1
-		}
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		raw, err = c.Call(sctx, "broker.status", nil)
-	}
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	defer scancel()
+	raw, err := c.Call(sctx, "broker.status", nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "broker status: %s\n", rpc.CodeOf(err))
 		return 1
