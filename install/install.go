@@ -63,6 +63,9 @@ type Options struct {
 	// printed instructions. Empty means "the extension/ directory of the
 	// broker source tree".
 	ExtensionDir string
+	// ServeArgs are extra `broker serve` flags for the service unit, such as
+	// "--access-mode=personal" or "--admission=prompt".
+	ServeArgs []string
 }
 
 // layout is Options resolved to absolute paths.
@@ -81,10 +84,11 @@ type layout struct {
 	origins        []string
 	systemctl      string
 	extensionDir   string
+	serveArgs      []string
 }
 
 func resolve(opts Options) (*layout, error) {
-	l := &layout{systemctl: opts.Systemctl, extensionDir: opts.ExtensionDir}
+	l := &layout{systemctl: opts.Systemctl, extensionDir: opts.ExtensionDir, serveArgs: opts.ServeArgs}
 
 	home := opts.Home
 	if home == "" {
@@ -270,7 +274,7 @@ func (l *layout) files(units bool) []*file {
 		}
 		files = append(files,
 			&file{path: filepath.Join(l.unitDir, SocketUnit), mode: 0o644, data: socketUnit(listen), ours: checkUnit, unit: true, label: "unit"},
-			&file{path: filepath.Join(l.unitDir, ServiceUnit), mode: 0o644, data: serviceUnit(l.broker, rtWord), ours: checkUnit, unit: true, label: "unit"},
+			&file{path: filepath.Join(l.unitDir, ServiceUnit), mode: 0o644, data: serviceUnit(l.broker, rtWord, l.serveArgs), ours: checkUnit, unit: true, label: "unit"},
 		)
 	}
 	return files

@@ -799,3 +799,15 @@ func mustChownOther(t testing.TB, path string) {
 		t.Fatal(err)
 	}
 }
+
+func TestServeArgsInUnit(t *testing.T) {
+	e := mustEnv(t)
+	opts := e.opts()
+	opts.Systemctl, _ = fakeSystemctl(t, e, "")
+	opts.ServeArgs = []string{"--access-mode=personal", "--admission=prompt"}
+	mustInstall(t, opts)
+	service := mustRead(t, filepath.Join(e.unitDir(), "broker.service"))
+	if !strings.Contains(service, `serve "--runtime-dir=`) || !strings.Contains(service, `" "--access-mode=personal" "--admission=prompt"`+"\n") {
+		t.Errorf("broker.service does not pass the serve flags:\n%s", service)
+	}
+}

@@ -117,9 +117,13 @@ func socketUnit(listenStream string) []byte {
 	return render("broker.socket.tmpl", struct{ ListenStream string }{listenStream})
 }
 
-// serviceUnit returns broker.service running `broker serve --runtime-dir=…`.
-// runtimeDirWord is the already-escaped runtime dir (or "%t/dsh").
-func serviceUnit(broker, runtimeDirWord string) []byte {
+// serviceUnit returns broker.service running `broker serve --runtime-dir=…`
+// with the extra serve flags. runtimeDirWord is the already-escaped runtime
+// dir (or "%t/dsh").
+func serviceUnit(broker, runtimeDirWord string, serveArgs []string) []byte {
 	exec := `"` + unitEscape(broker) + `" serve "--runtime-dir=` + runtimeDirWord + `"`
+	for _, a := range serveArgs {
+		exec += ` "` + unitEscape(a) + `"`
+	}
 	return render("broker.service.tmpl", struct{ ExecStart string }{exec})
 }

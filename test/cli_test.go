@@ -27,6 +27,17 @@ func TestHelp(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "restricted or personal") {
 		t.Fatalf("bad access mode (exit %d):\n%s", code, errOut)
 	}
+	home := testenv.ShortTempDir(t)
+	for _, bad := range [][]string{
+		{"--access-mode=wide-open"},
+		{"--admission=maybe"},
+		{"--access-mode=personal", "--allow-origin=https://a.test"},
+	} {
+		args := append([]string{"install", "--no-service", "--manifest-dir", home}, bad...)
+		if _, errOut, code := testenv.Run(t, []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home}, args...); code != 2 || !strings.Contains(errOut, "broker install:") {
+			t.Fatalf("install %v (exit %d): %s", bad, code, errOut)
+		}
+	}
 	_, errOut, code = testenv.Run(t, nil, "serve", "--access-mode", "personal", "--allow-origin", "https://a.test")
 	if code != 1 || !strings.Contains(errOut, "restricted mode only") {
 		t.Fatalf("allowlist in personal mode (exit %d):\n%s", code, errOut)

@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+
+	"github.com/dsh-browser/broker/broker"
 
 	"github.com/dsh-browser/broker/install"
 )
@@ -20,7 +23,21 @@ func installFlags(fs *flag.FlagSet) func() install.Options {
 	fs.Var(&ids, "extension-id", "extension ID allowed to start the native host (default the bundled extension's pinned ID); repeatable")
 	nativehost := fs.String("nativehost", "", "path of the nativehost binary (default: next to this broker binary)")
 	runtimeDir := fs.String("runtime-dir", "", "runtime directory the native host and service use (default as for serve)")
+	access := fs.String("access-mode", "", "the service's access mode: restricted (default) or personal")
+	admission := fs.String("admission", "", "the service's admission: open (default) or prompt")
+	var allow multiFlag
+	fs.Var(&allow, "allow-origin", "restricted mode: an exact origin the service lets claims target; repeatable")
 	return func() install.Options {
+		var serve []string
+		if *access != "" {
+			serve = append(serve, "--access-mode="+*access)
+		}
+		if *admission != "" {
+			serve = append(serve, "--admission="+*admission)
+		}
+		for _, o := range allow {
+			serve = append(serve, "--allow-origin="+o)
+		}
 		opts := install.Options{
 			Browsers:       []string{*browser},
 			ManifestDir:    *manifestDir,
@@ -29,6 +46,7 @@ func installFlags(fs *flag.FlagSet) func() install.Options {
 			NativeHostPath: *nativehost,
 			RuntimeDir:     *runtimeDir,
 			ExtensionDir:   bundledExtensionDir(),
+			ServeArgs:      serve,
 		}
 		if path, err := exec.LookPath("systemctl"); err == nil {
 			opts.Systemctl = path
@@ -58,7 +76,12 @@ func runInstall(_ context.Context, args []string, _ io.Reader, stdout, stderr io
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	if err := install.Install(opts(), stdout); err != nil {
+	o := opts()
+	if err := checkServeArgs(o.ServeArgs); err != nil {
+		fmt.Fprintf(stderr, "broker install: %v\n", err)
+		return 2
+	}
+	if err := install.Install(o, stdout); err != nil {
 		fmt.Fprintf(stderr, "broker install: %v\n", err)
 		return 1
 	}
@@ -76,4 +99,30 @@ func runUninstall(_ context.Context, args []string, _ io.Reader, stdout, stderr 
 		return 1
 	}
 	return 0
+}
+
+// checkServeArgs refuses service flags that `broker serve` would refuse, so
+// a typo fails now rather than when systemd starts the service.
+func checkServeArgs(args []string) error {
+	personal, origins := false, false
+	for _, a := range args {
+		name, value, _ := strings.Cut(a, "=")
+		switch name {
+		case "--access-mode":
+			if value != broker.AccessRestricted && value != broker.AccessPersonal {
+				return fmt.Errorf("--access-mode=%s: use restricted or personal", value)
+			}
+			personal = value == broker.AccessPersonal
+		case "--admission":
+			if value != broker.AdmissionOpen && value != broker.AdmissionPrompt {
+				return fmt.Errorf("--admission=%s: use open or prompt", value)
+			}
+		case "--allow-origin":
+			origins = true
+		}
+	}
+	if personal && origins {
+		return fmt.Errorf("--allow-origin applies to restricted mode only; personal mode allows every HTTP(S) tab")
+	}
+	return nil
 }
