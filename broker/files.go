@@ -9,10 +9,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-browser/broker/internal/fileinfo"
 )
 
 // TokenBytes is the size of the auth token before hex encoding (256 bits).
@@ -42,12 +43,12 @@ func ensurePrivateDir(dir string) error {
 }
 
 func ownedByMe(fi fs.FileInfo, path string) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	uid, _, ok := fileinfo.Owner(fi)
 	if !ok {
 		return fmt.Errorf("%s: cannot read its owner", path)
 	}
-	if int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s is owned by uid %d, not by you (uid %d)", path, st.Uid, os.Getuid())
+	if uid != os.Getuid() {
+		return fmt.Errorf("%s is owned by uid %d, not by you (uid %d)", path, uid, os.Getuid())
 	}
 	return nil
 }

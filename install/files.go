@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/dsh-browser/broker/internal/fileinfo"
 )
 
 // maxFileSize bounds every file this package reads back: manifests, units,
@@ -15,7 +17,7 @@ const maxFileSize = 64 << 10
 
 // checkOwner refuses fi unless the current user owns it.
 func checkOwner(path string, fi fs.FileInfo) error {
-	uid, _, ok := fileOwner(fi)
+	uid, _, ok := fileinfo.Owner(fi)
 	if !ok {
 		return fmt.Errorf("%w: cannot determine the owner of %s", ErrUnsafePath, path)
 	}
@@ -64,7 +66,7 @@ func checkFile(path string, fi fs.FileInfo) error {
 	if err := checkOwner(path, fi); err != nil {
 		return err
 	}
-	if _, nlink, _ := fileOwner(fi); nlink > 1 {
+	if _, nlink, _ := fileinfo.Owner(fi); nlink > 1 {
 		return fmt.Errorf("%w: %s has %d hard links", ErrUnsafePath, path, nlink)
 	}
 	return nil
@@ -98,7 +100,7 @@ func readExisting(path string) ([]byte, fs.FileInfo, error) {
 // opened is the one described by want, so that a file swapped in between
 // the Lstat and the open is not read.
 func readSame(path string, want fs.FileInfo) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|fileinfo.OpenNoFollow, 0)
 	if err != nil {
 		return nil, err
 	}

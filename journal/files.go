@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-browser/broker/internal/fileinfo"
 )
 
 // checkDir checks the journal's directory: a real directory (not a
@@ -27,7 +29,7 @@ func checkDir(dir string) *Problem {
 		return &Problem{Reason: fmt.Sprintf("the journal directory %s is not a directory (symbolic links are refused)", dir),
 			Fix: "move " + dir + " aside, then " + fixRestart}
 	}
-	if uid, ok := owner(fi); !ok || uid != os.Getuid() {
+	if uid, _, ok := fileinfo.Owner(fi); !ok || uid != os.Getuid() {
 		return &Problem{Reason: fmt.Sprintf("the journal directory %s is owned by uid %d, not by you (uid %d)", dir, uid, os.Getuid()),
 			Fix: "give the broker a --runtime-dir you own"}
 	}
@@ -47,34 +49,18 @@ func checkFile(path string, fi fs.FileInfo) *Problem {
 	case !fi.Mode().IsRegular():
 		return &Problem{Reason: fmt.Sprintf("the journal file %s is not a regular file", path), Fix: fixReset}
 	}
-	if uid, ok := owner(fi); !ok || uid != os.Getuid() {
+	if uid, _, ok := fileinfo.Owner(fi); !ok || uid != os.Getuid() {
 		return &Problem{Reason: fmt.Sprintf("the journal file %s is owned by uid %d, not by you (uid %d)", path, uid, os.Getuid()), Fix: fixReset}
 	}
 	if m := fi.Mode().Perm(); m&0o077 != 0 {
 		return &Problem{Reason: fmt.Sprintf("the journal file %s has mode %04o: other users could read or change it", path, m),
 			Fix: "chmod 600 " + path}
 	}
-	if n := links(fi); n != 1 {
+	if _, n, _ := fileinfo.Owner(fi); n != 1 {
 		return &Problem{Reason: fmt.Sprintf("the journal file %s has %d hard links: another name could change it behind the broker's back", path, n),
 			Fix: fixReset}
 	}
 	return nil
-}
-
-func owner(fi fs.FileInfo) (int, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return -1, false
-	}
-	return int(st.Uid), true
-}
-
-func links(fi fs.FileInfo) uint64 {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0
-	}
-	return uint64(st.Nlink)
 }
 
 // openNoFollow is bbolt's OpenFile: it never follows a symlink at the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dsh-browser/broker/frames"
 	"github.com/dsh-browser/broker/install"
+	"github.com/dsh-browser/broker/internal/fileinfo"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -232,13 +233,13 @@ func readToken(path string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%s is not a regular file (mode %v)", path, fi.Mode())
 	}
-	if uid, ok := fileOwner(fi); !ok || uid != os.Getuid() {
+	if uid, _, ok := fileinfo.Owner(fi); !ok || uid != os.Getuid() {
 		return "", fmt.Errorf("%s is not owned by the current user", path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return "", fmt.Errorf("%s has mode %04o; it must be private to its owner (0600)", path, perm)
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|fileinfo.OpenNoFollow, 0)
 	if err != nil {
 		return "", err
 	}
