@@ -324,3 +324,44 @@ func ProviderHello(token, id string) map[string]any {
 // ClientOptions returns default client options; Broker.Client fills in the
 // runtime directory.
 func ClientOptions() client.Options { return client.Options{} }
+
+// RequireCommand returns the path of a command the test needs, such as node
+// or npm. A missing one skips the test, except on CI (CI=true), where every
+// tool must be there and it fails.
+func RequireCommand(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required on CI (CI=true): %v; install Node.js 20", name, err)
+	}
+	t.Skipf("%s is not installed (%v); install Node.js 20", name, err)
+	return ""
+}
+
+// NpmCI runs `npm ci` in dir (from its committed lockfile) unless every one
+// of pkgs is already in dir/node_modules. Playwright is kept from downloading
+// a browser of its own: tests use Debian's Chromium.
+func NpmCI(t testing.TB, dir string, pkgs ...string) {
+	t.Helper()
+	missing := false
+	for _, pkg := range pkgs {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+			missing = true
+		}
+	}
+	if !missing {
+		return
+	}
+	npm := RequireCommand(t, "npm")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+	}
+}

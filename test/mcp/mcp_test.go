@@ -29,49 +29,14 @@ func dir(t *testing.T) string {
 	return d
 }
 
-// require returns the path of a command, or skips the test (fails it on
-// CI, where every tool must be there).
-func require(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required on CI (CI=true): %v; install Node.js 20", name, err)
-	}
-	t.Skipf("%s is not installed (%v); install Node.js 20", name, err)
-	return ""
-}
-
-// npmInstall installs the pinned SDK from the lockfile when it is missing.
-func npmInstall(t *testing.T, dir string) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
-		return
-	}
-	npm := require(t, "npm")
-	args := []string{"ci", "--no-audit", "--no-fund"}
-	if _, err := os.Stat(filepath.Join(dir, "package-lock.json")); err != nil {
-		args[0] = "install" // the first time: creates the lockfile
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm %s in %s: %v\n%s", args[0], dir, err, out)
-	}
-}
-
 var ranRE = regexp.MustCompile(`pass (\d+)\n.*fail 0\n.*cancelled 0\n.*skipped (\d+)`)
 
 // TestNodeMCPClient runs mcp.test.mjs against the built `broker mcp`, a
 // real broker in personal mode and real Chromium showing /counter.
 func TestNodeMCPClient(t *testing.T) {
-	node := require(t, "node")
+	node := testenv.RequireCommand(t, "node")
 	d := dir(t)
-	npmInstall(t, d)
+	testenv.NpmCI(t, d, "@modelcontextprotocol/sdk")
 	s := stack.Start(t, "--access-mode=personal")
 	page := s.Pages.URL("/counter")
 	s.Tab(t, page)

@@ -42,39 +42,6 @@ func dir(t *testing.T) string {
 	return d
 }
 
-// require returns the path of a command, or fails the test: it was asked
-// for explicitly (DSH_MCPBENCH=1).
-func require(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s is required: %v; install Node.js 20", name, err)
-	}
-	return p
-}
-
-// npmInstall installs the pinned packages from the lockfile when one is
-// missing. PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD keeps Playwright from fetching a
-// browser of its own: every server here uses the same Debian Chromium.
-func npmInstall(t *testing.T, dir string) {
-	t.Helper()
-	for _, pkg := range []string{"@modelcontextprotocol/sdk", "@playwright/mcp", "chrome-devtools-mcp"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
-			npm := require(t, "npm")
-			args := []string{"ci", "--no-audit", "--no-fund"}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, npm, args...)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-			}
-			return
-		}
-	}
-}
-
 // TestMCPServersSideBySide runs bench.mjs against `broker mcp` on a real
 // broker in personal mode (no approval window) with real Chromium and the
 // extension, and against the two anchors, which launch their own headless
@@ -84,14 +51,14 @@ func TestMCPServersSideBySide(t *testing.T) {
 	if os.Getenv("DSH_MCPBENCH") != "1" {
 		t.Skip("set DSH_MCPBENCH=1 to run the MCP benchmark (a few minutes, three browsers)")
 	}
-	node := require(t, "node")
+	node := testenv.RequireCommand(t, "node")
 	d := dir(t)
 	// Read the script from Go too, so that go test's cache notices when it
 	// changes.
 	if _, err := os.ReadFile(filepath.Join(d, "bench.mjs")); err != nil {
 		t.Fatal(err)
 	}
-	npmInstall(t, d)
+	testenv.NpmCI(t, d, "@modelcontextprotocol/sdk", "@playwright/mcp", "chrome-devtools-mcp")
 	bin := chromium.Require(t)
 	version, err := exec.Command(bin, "--version").Output()
 	if err != nil {
