@@ -4,25 +4,11 @@
 # with the race detector and runs the extension's Node tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-export PATH="$PATH:/usr/local/go/bin"
-if ! command -v go >/dev/null; then
-	echo "test.sh: Go 1.26 is required (expected at /usr/local/go/bin/go)" >&2
-	exit 1
-fi
-if ! command -v node >/dev/null; then
-	echo "test.sh: Node.js 20 is required for the extension tests" >&2
-	exit 1
-fi
-
+. scripts/lib.sh
+need_command go "Go 1.26 (expected at /usr/local/go/bin/go)"
+need_command node "Node.js 20, for the extension and MCP tests"
 # The end-to-end suites drive real Chromium; on CI a missing browser fails them.
-if [ ! -x /usr/lib/chromium/chromium ]; then
-	echo "== installing Debian chromium"
-	sudo=""
-	[ "$(id -u)" -eq 0 ] || sudo="sudo"
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium
-fi
+ensure_chromium
 
 echo "== Go modules"
 go mod download

@@ -1,0 +1,23 @@
+# Shared by demo.sh and test.sh: the tools a fresh machine needs.
+
+export PATH="$PATH:/usr/local/go/bin"
+
+# need_command NAME WHAT: fail with a clear message when NAME is missing.
+need_command() {
+	if ! command -v "$1" >/dev/null; then
+		echo "$(basename "$0"): $2 is required ($1 not found)" >&2
+		exit 1
+	fi
+}
+
+# ensure_chromium installs Debian's Chromium (the end-to-end tests and the
+# demo drive it) when it is missing.
+ensure_chromium() {
+	if [ ! -x /usr/lib/chromium/chromium ]; then
+		echo "== installing Debian chromium"
+		local sudo=""
+		[ "$(id -u)" -eq 0 ] || sudo="sudo"
+		$sudo apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium
+	fi
+}
