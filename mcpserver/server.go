@@ -143,9 +143,6 @@ const instructions = `Drive the user's real web browser (Chrome with the DSH ext
 Workflow: browser_list (browsers, then tabs) → browser_claim a tab (the user may have to approve) → browser_observe → browser_act (or browser_batch) with refs and the documentEpoch from the latest observation → observe again as needed → browser_handoff when done.
 The user sees an ON badge on a tab under control and can press Stop at any time.`
 
-// MCP returns the underlying SDK server.
-func (s *Server) MCP() *mcp.Server { return s.mcp }
-
 // Serve runs one MCP session over t until the peer disconnects or ctx ends,
 // then releases the session's leases. For stdio, t is an [mcp.IOTransport]
 // over the process's stdin and stdout.

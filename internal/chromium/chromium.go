@@ -320,9 +320,6 @@ func (b *Browser) StderrTail(n int) string {
 	return s
 }
 
-// Pid returns the process ID of the browser (also its process group ID).
-func (b *Browser) Pid() int { return b.cmd.Process.Pid }
-
 // Exited is closed when the browser process has exited.
 func (b *Browser) Exited() <-chan struct{} { return b.exited }
 
