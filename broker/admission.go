@@ -217,10 +217,11 @@ func (s *Server) waitProvider(ctx context.Context, d time.Duration) *peer {
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		if len(s.providers) > 0 {
-			p := s.providers[0]
-			s.mu.Unlock()
-			return p
+		for _, p := range s.providers {
+			if p.ready {
+				s.mu.Unlock()
+				return p
+			}
 		}
 		joined := s.providerJoined
 		s.mu.Unlock()

@@ -76,6 +76,9 @@ func (s *Server) instanceList() []BrowserInstance {
 	defer s.mu.Unlock()
 	out := make([]BrowserInstance, 0, len(s.providers))
 	for _, p := range s.providers {
+		if !p.ready {
+			continue // its welcome is not out yet
+		}
 		in := p.hello.Instance
 		caps := make(map[string]bool, len(instanceFeatures))
 		for _, f := range instanceFeatures {

@@ -33,6 +33,11 @@ type peer struct {
 
 	handshake *time.Timer // closes the peer if no hello succeeds in time
 
+	// ready is set, under Server.mu, as a provider's welcome is queued (see
+	// rpc.Request.OnReply): nothing may reach a provider before its welcome
+	// (the extension refuses it), so lookups skip providers not ready.
+	ready bool
+
 	mu       sync.Mutex // serializes hello; guards the fields below
 	welcomed bool
 	hello    *wire.Hello
@@ -85,7 +90,7 @@ func (p *peer) role() string {
 // Handle implements rpc.Handler.
 func (p *peer) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 	if req.Method == "hello" {
-		return p.handleHello(req.Params)
+		return p.handleHello(req)
 	}
 	switch p.role() {
 	case "":
@@ -203,14 +208,15 @@ func (s *Server) provider(instanceID string) *peer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.providers {
-		if p.hello.Instance.ID == instanceID {
+		if p.ready && p.hello.Instance.ID == instanceID {
 			return p
 		}
 	}
 	return nil
 }
 
-func (p *peer) handleHello(params json.RawMessage) (any, error) {
+func (p *peer) handleHello(req *rpc.Request) (any, error) {
+	params := req.Params
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.welcomed {
@@ -236,6 +242,7 @@ func (p *peer) handleHello(params json.RawMessage) (any, error) {
 			p.hello = nil
 			return nil, wire.Err(code)
 		}
+		req.OnReply(func() { p.s.ready(p) })
 	}
 	if h.Role == wire.RoleClient && p.s.cfg.Admission == AdmissionPrompt {
 		// Pending until the owner answers; the question goes out now.
@@ -286,9 +293,20 @@ func (s *Server) register(p *peer) wire.Code {
 		}
 	}
 	s.providers = append(s.providers, p)
-	close(s.providerJoined) // wakes admission questions waiting for a browser
-	s.providerJoined = make(chan struct{})
 	return ""
+}
+
+// ready makes a registered provider visible as its welcome is queued, and
+// wakes whoever waits for a browser (admission questions).
+func (s *Server) ready(p *peer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.providers, p) {
+		return // gone already
+	}
+	p.ready = true
+	close(s.providerJoined)
+	s.providerJoined = make(chan struct{})
 }
 
 func (s *Server) unregister(p *peer) {

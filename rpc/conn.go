@@ -87,7 +87,16 @@ type Request struct {
 	ID     string
 	Method string
 	Params json.RawMessage
+
+	onReply func()
 }
+
+// OnReply registers f to run as the reply to this request is queued, with
+// no other frame of the connection queued in between: whatever f makes
+// possible (another goroutine sending to this peer) reaches the peer after
+// the reply. f must not send on the connection itself. Handlers call it
+// before returning.
+func (r *Request) OnReply(f func()) { r.onReply = f }
 
 // Errors reported by the connection.
 var (
@@ -114,6 +123,8 @@ type Conn struct {
 	halfDone chan struct{} // closed when the peer half-closed
 	done     chan struct{} // closed when Run returns
 	closeErr error
+
+	order sync.Mutex // held while queueing a frame: frames queue in one order
 
 	mu       sync.Mutex
 	buffered int                            // bytes queued in out, not yet written
@@ -296,7 +307,7 @@ func (c *Conn) accept(env *wire.Envelope) error {
 	c.seen[env.ID] = struct{}{}
 	if len(c.incoming) >= c.limits.MaxInFlight {
 		c.mu.Unlock()
-		return c.sendReply(wire.Failure(env.ID, wire.CodeQueueFull))
+		return c.sendReply(wire.Failure(env.ID, wire.CodeQueueFull), nil)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.incoming[env.ID] = cancel
@@ -319,7 +330,7 @@ func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Reques
 	delete(c.incoming, req.ID)
 	c.mu.Unlock()
 	cancel()
-	if err := c.sendReply(reply); err != nil {
+	if err := c.sendReply(reply, req.onReply); err != nil {
 		c.close(err)
 	}
 }
@@ -352,7 +363,7 @@ func CodeOf(err error) wire.Code {
 
 // sendReply queues a response or event. A reply too large for one frame is
 // replaced by QUEUE_FULL; a backed-up peer closes the connection.
-func (c *Conn) sendReply(env *wire.Envelope) error {
+func (c *Conn) sendReply(env *wire.Envelope, onQueue func()) error {
 	data, err := wire.Encode(env)
 	if err == nil && len(data) > frames.MaxPayload && env.Type == wire.TypeResponse {
 		c.log.Warn("response exceeds the frame limit", "id", env.ID, "bytes", len(data))
@@ -361,7 +372,12 @@ func (c *Conn) sendReply(env *wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	if err := c.enqueue(data); err != nil {
+	c.order.Lock()
+	defer c.order.Unlock()
+	if onQueue != nil {
+		onQueue()
+	}
+	if err := c.push(data); err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil
 		}
@@ -376,7 +392,7 @@ func (c *Conn) Notify(event string, value any) error {
 	if err != nil {
 		return err
 	}
-	if err := c.sendReply(wire.Event(event, data)); err != nil {
+	if err := c.sendReply(wire.Event(event, data), nil); err != nil {
 		c.close(err)
 		return err
 	}
@@ -386,6 +402,13 @@ func (c *Conn) Notify(event string, value any) error {
 // enqueue hands one encoded envelope to the writer, enforcing the output
 // budget.
 func (c *Conn) enqueue(data []byte) error {
+	c.order.Lock()
+	defer c.order.Unlock()
+	return c.push(data)
+}
+
+// push queues data; c.order must be held.
+func (c *Conn) push(data []byte) error {
 	if len(data) > frames.MaxPayload {
 		return &frames.TooLargeError{Length: uint64(len(data))}
 	}

@@ -383,3 +383,36 @@ func TestHalfClosedPeerGetsItsAnswers(t *testing.T) {
 	}
 	<-c.Done()
 }
+
+// orderHandler's "hello" lets another goroutine send an event as soon as
+// its reply is queued.
+type orderHandler struct {
+	*handler
+	replied chan struct{}
+}
+
+func (h orderHandler) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	req.OnReply(func() { close(h.replied) })
+	return "welcome", nil
+}
+
+func TestOnReplyOrdersLaterFramesAfterTheReply(t *testing.T) {
+	for range 50 {
+		var c *rpc.Conn
+		h := orderHandler{handler: newHandler(), replied: make(chan struct{})}
+		a, b := socketPair(t)
+		c = rpc.New(a, h, rpc.Limits{}, nil)
+		go c.Run()
+		go func() { <-h.replied; c.Notify("after", nil) }()
+		p := newRawPeer(t, b)
+		p.request("1", "hello")
+		if first := p.read(); first.Type != wire.TypeResponse {
+			t.Fatalf("first frame %+v, want the reply", first)
+		}
+		if second := p.read(); second.Type != wire.TypeEvent {
+			t.Fatalf("second frame %+v, want the event", second)
+		}
+		c.Close()
+		<-c.Done()
+	}
+}
