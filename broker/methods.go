@@ -22,10 +22,13 @@ func runtimeMethod(f func(*browser.Runtime, context.Context, browser.Client, jso
 // readOnly names the client methods that only read: a half-closed client
 // still gets their answers.
 var readOnly = map[string]bool{
-	"broker.status":     true,
-	"browser.instances": true,
-	"browser.observe":   true,
-	"browser.tabs":      true,
+	"broker.status":         true,
+	"browser.capture":       true,
+	"browser.frames":        true,
+	"browser.instances":     true,
+	"browser.observe":       true,
+	"browser.tabs":          true,
+	"browser.validateLease": true,
 }
 
 // clientMethods is every method a welcomed client may call, kept sorted.
@@ -33,12 +36,15 @@ var clientMethods = map[string]method{
 	"broker.status":          (*Server).status,
 	"browser.act":            runtimeMethod((*browser.Runtime).Act),
 	"browser.batch":          runtimeMethod((*browser.Runtime).Batch),
+	"browser.capture":        runtimeMethod((*browser.Runtime).Capture),
 	"browser.claim":          runtimeMethod((*browser.Runtime).Claim),
+	"browser.frames":         runtimeMethod((*browser.Runtime).Frames),
 	"browser.instances":      (*Server).instances,
 	"browser.observe":        runtimeMethod((*browser.Runtime).Observe),
 	"browser.release":        runtimeMethod((*browser.Runtime).Release),
 	"browser.releaseSession": runtimeMethod((*browser.Runtime).ReleaseSession),
 	"browser.tabs":           runtimeMethod((*browser.Runtime).Tabs),
+	"browser.validateLease":  runtimeMethod((*browser.Runtime).ValidateLease),
 }
 
 // BrowserInstance is one connected browser, as browser.instances reports it.
@@ -84,6 +90,11 @@ func (s *Server) instanceList() []BrowserInstance {
 		for _, f := range instanceFeatures {
 			caps[f] = false
 		}
+		for _, f := range []string{"ax", "keyboard", "appendText", "batch"} {
+			caps[f] = true // on every provider: the required capabilities
+		}
+		caps["screenshot"] = p.Capable(browser.CapCapture)
+		caps["frameDiscovery"] = p.Capable(browser.CapFramesList)
 		out = append(out, BrowserInstance{
 			ID: in.ID, Family: in.Family, Brand: in.Brand, Version: in.Version,
 			ProfileLabel: in.ProfileLabel, Capabilities: caps,

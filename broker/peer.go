@@ -169,6 +169,9 @@ func (p *peer) Notify(event string, value any) error {
 
 // InstanceID and Call make a provider peer a browser.Provider.
 func (p *peer) InstanceID() string { return p.hello.Instance.ID }
+func (p *peer) Capable(capability string) bool {
+	return slices.Contains(p.hello.Capabilities, capability)
+}
 func (p *peer) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	return p.conn.Call(ctx, method, params)
 }

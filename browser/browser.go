@@ -34,6 +34,9 @@ const (
 // Provider is a connected browser instance.
 type Provider interface {
 	InstanceID() string
+	// Capable reports whether the provider advertised a capability in its
+	// hello (an optional provider method).
+	Capable(capability string) bool
 	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
 }
 

@@ -39,17 +39,19 @@ type page struct {
 	revision int64
 	refs     map[string]*target
 	byKey    map[targetKey]string
-	wake     chan struct{} // closed and replaced when the provider reports a change
+	frames   map[string]string // provider frame ID -> public frame ID
+	wake     chan struct{}     // closed and replaced when the provider reports a change
 }
 
 func newPage(l *lease.Lease, epoch string) *page {
 	return &page{
-		lease: l,
-		queue: make(chan struct{}, 1),
-		epoch: epoch,
-		refs:  make(map[string]*target),
-		byKey: make(map[targetKey]string),
-		wake:  make(chan struct{}),
+		lease:  l,
+		queue:  make(chan struct{}, 1),
+		epoch:  epoch,
+		refs:   make(map[string]*target),
+		byKey:  make(map[targetKey]string),
+		frames: make(map[string]string),
+		wake:   make(chan struct{}),
 	}
 }
 

@@ -8,8 +8,12 @@ import { createApprovals, ADMIT_WINDOW } from './approval.js';
 import * as ax from './ax.js';
 import * as input from './input.js';
 import { checkCdp } from './cdp.js';
+import { topology } from './frames.js';
+import { capture } from './capture.js';
+import { encodeJpeg } from './image.js';
 
-const CAPABILITIES = ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1'];
+const CAPABILITIES = ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1',
+  'frames.list.v1', 'capture.v1'];
 const REQUIRED_CAPABILITIES = ['runtime.v1'];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
@@ -39,6 +43,7 @@ export function createExtension(chrome, {
   now = Date.now,
   uuid = () => crypto.randomUUID(),
   navigator = globalThis.navigator,
+  encodeImage = encodeJpeg, // the Node tests pass a recorder: they have no canvas
 } = {}) {
   const identity = browserIdentity(navigator);
   const approvals = createApprovals({ chrome, timers, uuid });
@@ -169,6 +174,25 @@ export function createExtension(chrome, {
     fail('STALE_TARGET');
   }
 
+  // onlyLease: the request is exactly {lease}.
+  const onlyLease = (p) => {
+    if (Object.keys(p).length !== 1) fail('INVALID_REQUEST');
+  };
+
+  // frameList reports the tab's frames: the main frame first, then every
+  // frame owner's frame, parents before children. Metadata only.
+  async function frameList(ctx) {
+    return oneDocument(ctx, async (page) => {
+      const t = await topology(ctx.send, { describe: true });
+      if (`${t.root.frameId}:${t.root.loaderId}` !== page.documentEpoch) fail('STALE_TARGET');
+      const main = { frameId: t.root.frameId, loaderId: t.root.loaderId, origin: t.root.origin, local: true };
+      const frames = [main, ...t.frames.map(({ owner, ...f }) => f)];
+      return { documentEpoch: page.documentEpoch, url: page.url, truncated: t.truncated, frames };
+    });
+  }
+
+  const sleep = (ms) => new Promise((resolve) => timers.setTimeout(resolve, ms));
+
   const inputMethod = (kind) => leased(
     (p) => input.checkRequest(kind, p.request),
     ({ gate, send, request }) => input.dispatch(kind, gate, send, request),
@@ -193,6 +217,12 @@ export function createExtension(chrome, {
       },
       (ctx) => oneDocument(ctx, (page) => ax.find(ctx.send, page, ctx.request.name, ctx.request.role)),
     ),
+    'frames.list': leased(onlyLease, frameList),
+    capture: leased(onlyLease, (ctx) => oneDocument(ctx, async (page) => {
+      const shot = await capture(ctx.send, encodeImage, { now, sleep });
+      if (shot.documentEpoch !== page.documentEpoch) fail('STALE_TARGET');
+      return { ...shot, url: page.url };
+    })),
     cdp: leased((p) => checkCdp(p.method, p.params), ({ send, params }) => send(params.method, params.params)),
     'input.click': inputMethod('click'),
     'input.text': inputMethod('text'),

@@ -1,6 +1,7 @@
 // Package testpages serves the small, deterministic HTML pages that the
 // real-browser tests drive: a form, a click counter, an occluded button, a key
-// log, a big page for bounded reads, and links across origins.
+// log, a big page for bounded reads, links across origins, and frames of every
+// origin relation for screenshots.
 //
 // Serve starts two servers on 127.0.0.1, each on its own port, so a test has
 // two origins. The page of one server can link to the other. A URL with the
@@ -23,8 +24,8 @@ import (
 //go:embed pages/*.html
 var pagesFS embed.FS
 
-// The pages served at each path, from pages/<name>.html. The big and nav pages
-// are templates.
+// The pages served at each path, from pages/<name>.html. The big page and
+// the pages that refer to the other origin are templates.
 var (
 	static = map[string]string{
 		"/":         "index.html",
@@ -32,15 +33,21 @@ var (
 		"/counter":  "counter.html",
 		"/occluded": "occluded.html",
 		"/keys":     "keys.html",
+		"/swatch":   "swatch.html",
 	}
 	bigPage = template.Must(template.ParseFS(pagesFS, "pages/big.html"))
-	navPage = template.Must(template.ParseFS(pagesFS, "pages/nav.html"))
+	// Pages that refer to the other origin and the other site.
+	crossPages = map[string]*template.Template{
+		"/nav":    template.Must(template.ParseFS(pagesFS, "pages/nav.html")),
+		"/frames": template.Must(template.ParseFS(pagesFS, "pages/frames.html")),
+		"/nested": template.Must(template.ParseFS(pagesFS, "pages/nested.html")),
+	}
 	bigHTML = renderBig()
 )
 
 // Paths lists the paths of the pages, in a stable order.
 func Paths() []string {
-	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/big", "/nav"}
+	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/big", "/nav", "/frames", "/nested"}
 }
 
 // Counts of the elements on /big.
@@ -116,18 +123,20 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /big", func(w http.ResponseWriter, r *http.Request) {
 		writeHTML(w, bigHTML)
 	})
-	mux.HandleFunc("GET /nav", func(w http.ResponseWriter, r *http.Request) {
-		var buf bytes.Buffer
-		err := navPage.Execute(&buf, map[string]string{
-			"OtherOrigin": s.other.Origin(),
-			"OtherSite":   "http://localhost:" + strconv.Itoa(s.other.Port()),
+	for path, page := range crossPages {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			var buf bytes.Buffer
+			err := page.Execute(&buf, map[string]string{
+				"OtherOrigin": s.other.Origin(),
+				"OtherSite":   "http://localhost:" + strconv.Itoa(s.other.Port()),
+			})
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			writeHTML(w, buf.Bytes())
 		})
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		writeHTML(w, buf.Bytes())
-	})
+	}
 	return mux
 }
 

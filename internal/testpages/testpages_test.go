@@ -3,6 +3,7 @@ package testpages_test
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,9 +36,12 @@ func TestPages(t *testing.T) {
 		{"/counter", []string{">Add one</button>", "Clicks: 0", "window.clicks"}},
 		{"/occluded", []string{">Hidden target</button>", `id="overlay"`, ">Visible</button>"}},
 		{"/keys", []string{`<label for="entry">Type here</label>`, "Submitted: ", `id="log"`}},
+		{"/swatch", []string{"background:#0000ff"}},
 		{"/big", []string{">Item 1</button>", ">Item 999</button>", ">Target</button>", "Paragraph 1000:"}},
 		// {other} and {other-site} stand for the other server's origins.
 		{"/nav", []string{`href="{other}/form"`, `href="{other-site}/form"`, `href="/counter"`}},
+		{"/frames", []string{`src="/swatch"`, `src="{other}/swatch"`, `src="{other-site}/swatch"`, `src="/nested"`, "sandbox srcdoc=", "mode: 'closed'"}},
+		{"/nested", []string{`src="{other}/swatch"`}},
 	}
 	if len(tests) != len(testpages.Paths()) {
 		t.Fatalf("the test covers %d pages, Paths lists %d", len(tests), len(testpages.Paths()))
@@ -66,7 +70,7 @@ func TestPages(t *testing.T) {
 						t.Errorf("GET %s: body lacks %q", u, w)
 					}
 				}
-				if strings.Contains(body, "http://") && tc.path != "/nav" {
+				if strings.Contains(body, "http://") && !slices.Contains([]string{"/nav", "/frames", "/nested"}, tc.path) {
 					t.Errorf("GET %s: the page refers to an external resource", u)
 				}
 			}

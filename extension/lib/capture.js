@@ -1,0 +1,98 @@
+// Screenshots of the leased tab's visual viewport with every visible frame
+// branch that is not provably of the main document's origin painted black
+// here, before the image leaves the browser. Anything this cannot establish
+// — the topology, a box, a steady page — fails the capture; it never sends
+// an image it could not redact.
+import { fail } from './errors.js';
+import { topology, rethrowCode } from './frames.js';
+
+export const MAX_DATA = 800000; // base64 characters
+const MAX_WIDTH = 1200; // CSS pixels: wider viewports are scaled down
+const QUALITY = 0.7;
+const ATTEMPTS = 3;
+const RETRY_MS = 60;
+
+// capture takes one screenshot. send is the gated debugger seam; encode(png,
+// size, rects, quality) draws the PNG at size, paints rects black and returns
+// base64 JPEG (image.js). The scene (topology, viewport, boxes of foreign
+// branches) is read before and after the screenshot and must not change in
+// between; a page that keeps changing fails STALE_TARGET after three tries.
+export async function capture(send, encode, { now, sleep }) {
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    if (attempt > 0) await sleep(RETRY_MS);
+    const before = await scene(send);
+    const vp = before.viewport;
+    const scale = Math.min(1, MAX_WIDTH / vp.width);
+    const shot = await send('Page.captureScreenshot', {
+      format: 'png',
+      clip: { x: vp.pageX, y: vp.pageY, width: vp.width, height: vp.height, scale },
+      captureBeyondViewport: false,
+    });
+    const capturedAt = now();
+    const after = await scene(send);
+    if (JSON.stringify(after) !== JSON.stringify(before)) continue;
+
+    const size = { width: Math.max(1, Math.round(vp.width * scale)), height: Math.max(1, Math.round(vp.height * scale)) };
+    const rects = [];
+    let frames = 0;
+    before.foreign.forEach(({ box, count }) => {
+      const r = box && imageRect(box, scale, size);
+      if (!r) return;
+      rects.push(r);
+      frames += count;
+    });
+    const data = await encode(shot.data, size, rects, QUALITY);
+    if (typeof data !== 'string' || data.length > MAX_DATA) fail('QUEUE_FULL');
+    return {
+      documentEpoch: before.documentEpoch,
+      capturedAt,
+      mimeType: 'image/jpeg',
+      data,
+      viewport: vp,
+      redaction: { policy: 'cross-origin-frames', frames, regions: rects.length },
+    };
+  }
+  fail('STALE_TARGET');
+}
+
+// scene is what the image depends on besides pixels.
+async function scene(send) {
+  const topo = await topology(send);
+  const { cssVisualViewport: v } = await send('Page.getLayoutMetrics', {});
+  // Under pinch zoom the boxes and the clip would not agree; refuse rather
+  // than guess.
+  if (v.scale !== 1 || !(v.clientWidth > 0) || !(v.clientHeight > 0)) fail('UNSUPPORTED_CAPABILITY');
+  const foreign = [];
+  for (const b of topo.branches) {
+    if (b.foreign) foreign.push({ owner: b.owner, count: b.frames, box: await box(send, b.owner) });
+  }
+  return {
+    documentEpoch: `${topo.root.frameId}:${topo.root.loaderId}`,
+    branches: topo.branches.map((b) => [b.owner, b.foreign, b.frames]),
+    viewport: { width: v.clientWidth, height: v.clientHeight, pageX: v.pageX, pageY: v.pageY },
+    foreign,
+  };
+}
+
+// box is an owner's border box in viewport CSS pixels, or null when it has
+// none (it is not rendered).
+async function box(send, backendNodeId) {
+  const res = await send('DOM.getBoxModel', { backendNodeId }).catch(rethrowCode);
+  const q = res?.model?.border;
+  if (!Array.isArray(q) || q.length !== 8 || !q.every(Number.isFinite)) return null;
+  const xs = [q[0], q[2], q[4], q[6]];
+  const ys = [q[1], q[3], q[5], q[7]];
+  return { x0: Math.min(...xs), y0: Math.min(...ys), x1: Math.max(...xs), y1: Math.max(...ys) };
+}
+
+// imageRect maps a viewport box to image pixels, grown by a pixel each way
+// against scaling and JPEG bleed, clipped to the image; null when nothing of
+// it is visible.
+export function imageRect(b, scale, size) {
+  const x0 = Math.max(0, Math.floor(b.x0 * scale) - 1);
+  const y0 = Math.max(0, Math.floor(b.y0 * scale) - 1);
+  const x1 = Math.min(size.width, Math.ceil(b.x1 * scale) + 1);
+  const y1 = Math.min(size.height, Math.ceil(b.y1 * scale) + 1);
+  if (x1 <= x0 || y1 <= y0 || b.x1 <= b.x0 || b.y1 <= b.y0) return null;
+  return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+}

@@ -1,0 +1,127 @@
+// The frame topology of a leased tab, read in one DOMSnapshot: which frames
+// exist, which documents we can see, and for each frame owner in the main
+// document whether everything it shows is of the main document's origin.
+//
+// Page.getFrameTree lists only frames in the tab's own renderer process;
+// out-of-process frames (other sites, sandboxed frames) and everything inside
+// them are missing from it. DOMSnapshot lists every frame owner element of
+// every document we can see — shadow trees flattened, closed ones included —
+// and links an owner to its content document only when that document is
+// in-process. An owner without a visible document is therefore treated as
+// foreign: we cannot tell what it shows.
+import { CodeError, fail } from './errors.js';
+
+export const BUDGET = { frames: 256, depth: 32, owners: 256 };
+
+// Elements that can show another document or a plugin.
+const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCEDFRAME', 'PORTAL']);
+
+// tupleOrigin: an HTTP(S) origin as scheme://host[:port]. CDP reports opaque
+// origins as "null" or "://"; those are never equal to anything.
+const tupleOrigin = (o) => typeof o === 'string' && /^https?:\/\/[^/?#\s]+$/.test(o);
+
+// topology reads the tab's frames. describe: look up the frame ID of owners
+// whose document we cannot see (one DOM.describeNode each), for an inventory
+// whose IDs stay stable; a capture does not need them.
+//
+// It returns {root, frames, branches, truncated}:
+//   root      {frameId, loaderId, origin}
+//   frames    [{frameId?, parentId, loaderId?, origin?, local, owner}] without the root,
+//             parents before children
+//   branches  the owners in the main document, in document order:
+//             [{owner, foreign, frames}] — foreign when any frame in the branch
+//             is out of sight, opaque, or of another origin
+//   truncated frames may exist that are not listed: beyond the budgets, or
+//             inside a frame we cannot see (their branches are foreign)
+export async function topology(send, { describe = false } = {}) {
+  const [{ frameTree }, snapshot] = await Promise.all([
+    send('Page.getFrameTree', {}),
+    send('DOMSnapshot.captureSnapshot', { computedStyles: [] }),
+  ]);
+  const local = new Map(); // frame ID -> {loaderId, origin} of in-process frames
+  (function index(t) {
+    local.set(t.frame.id, { loaderId: t.frame.loaderId, origin: t.frame.securityOrigin });
+    for (const c of t.childFrames ?? []) index(c);
+  })(frameTree);
+  const rootFrame = frameTree.frame;
+  const root = { frameId: rootFrame.id, loaderId: rootFrame.loaderId, origin: rootFrame.securityOrigin };
+  const sameOrigin = (o) => tupleOrigin(o) && tupleOrigin(root.origin) && o === root.origin;
+
+  const strings = snapshot.strings ?? [];
+  const docs = snapshot.documents ?? [];
+  const str = (i) => (Number.isInteger(i) && i >= 0 && i < strings.length ? strings[i] : undefined);
+  const rootDoc = docs.findIndex((d) => str(d.frameId) === root.frameId);
+  if (rootDoc < 0) fail('STALE_TARGET'); // the main document changed between the two reads
+
+  const frames = [];
+  let truncated = false;
+  const seenDocs = new Set([rootDoc]);
+
+  // owners lists a document's frame owners: [{owner, content?}] where
+  // content is the index of an in-process content document.
+  function owners(docIndex) {
+    const nodes = docs[docIndex].nodes ?? {};
+    const names = nodes.nodeName ?? [];
+    const backend = nodes.backendNodeId ?? [];
+    const content = new Map();
+    const cdi = nodes.contentDocumentIndex ?? { index: [], value: [] };
+    cdi.index?.forEach((node, k) => content.set(node, cdi.value[k]));
+    const out = [];
+    names.forEach((name, i) => {
+      if (OWNER_NAMES.has(str(name)) || content.has(i)) out.push({ owner: backend[i], content: content.get(i) });
+    });
+    return out;
+  }
+
+  // visit adds one owner's frame and everything below it; returns whether
+  // all of it is in sight and of the root's origin, and how many frames it
+  // holds (frames beyond the budgets count one per owner).
+  function visit({ owner, content }, parentId, depth) {
+    if (frames.length >= BUDGET.frames || depth >= BUDGET.depth) {
+      truncated = true;
+      return { clean: false, count: 1 };
+    }
+    const doc = content !== undefined && !seenDocs.has(content) ? docs[content] : undefined;
+    const frameId = doc ? str(doc.frameId) : undefined;
+    const known = frameId !== undefined ? local.get(frameId) : undefined;
+    if (!known) {
+      // Its own frames, if any, are out of sight too.
+      truncated = true;
+      frames.push({ parentId, local: false, owner });
+      return { clean: false, count: 1 };
+    }
+    seenDocs.add(content);
+    frames.push({ frameId, parentId, loaderId: known.loaderId, origin: known.origin, local: true, owner });
+    let clean = sameOrigin(known.origin);
+    let count = 1;
+    for (const child of owners(content)) {
+      const below = visit(child, frameId, depth + 1);
+      clean &&= below.clean;
+      count += below.count;
+    }
+    return { clean, count };
+  }
+
+  const top = owners(rootDoc);
+  if (top.length > BUDGET.owners) fail('UNSUPPORTED_CAPABILITY'); // too many to redact one by one
+  const branches = top.map((o) => {
+    const { clean, count } = visit(o, root.frameId, 0);
+    return { owner: o.owner, foreign: !clean, frames: count };
+  });
+  if (describe) {
+    // Out-of-sight frames get their IDs from their owner elements.
+    for (const f of frames) {
+      if (f.local) continue;
+      const node = await send('DOM.describeNode', { backendNodeId: f.owner }).then((r) => r.node, rethrowCode);
+      if (typeof node?.frameId === 'string') f.frameId = node.frameId;
+    }
+  }
+  return { root, frames, branches, truncated };
+}
+
+// rethrowCode keeps a decided failure (a dropped gate, a cancel) and turns a
+// debugger error into undefined: the node is gone or has no box.
+export function rethrowCode(e) {
+  if (e instanceof CodeError) throw e;
+  return undefined;
+}

@@ -1,0 +1,216 @@
+package test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/internal/chromium"
+	"github.com/dsh-browser/broker/internal/stack"
+	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/wire"
+)
+
+// box is an element's viewport rectangle in CSS pixels.
+type box struct{ X, Y, W, H float64 }
+
+// The /frames page: every frame is a 150×100 blue swatch on a green page, so
+// a pixel tells whether a frame was painted over. Positions as in
+// internal/testpages/pages/frames.html.
+var (
+	sameBox    = box{20, 60, 150, 100}
+	foreignBox = map[string]box{
+		"other origin":               {190, 60, 150, 100},
+		"other site":                 {360, 60, 150, 100},
+		"same origin, foreign child": {530, 60, 150, 100},
+		"sandboxed":                  {20, 200, 150, 100},
+		"closed shadow root":         {190, 200, 150, 100},
+	}
+)
+
+func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
+	t.Parallel()
+	s := stack.Start(t, "--access-mode=personal")
+	tab, target := s.Tab(t, s.Pages.URL("/frames"))
+	l := s.Claim(t, "s", tab)
+
+	t.Run("inventory", func(t *testing.T) {
+		inv := frameList(t, s, l.ID)
+		if inv.Tab != tab || inv.DocumentEpoch == "" || len(inv.Frames) != 10 {
+			t.Fatalf("inventory %+v, want 10 frames of %s", inv, tab)
+		}
+		// main; same and nested; other origin, nested child, hidden, below;
+		// other site, sandboxed, closed shadow root (out of process).
+		kinds := map[string]int{}
+		byID := map[string]browser.Frame{}
+		for _, f := range inv.Frames {
+			kinds[fmt.Sprintf("%s/%s/main=%v", f.OriginRelation, f.ContextStatus, f.IsMain)]++
+			byID[f.ID] = f
+		}
+		want := map[string]int{
+			"same-origin/known/main=true": 1, "same-origin/known/main=false": 2,
+			"cross-origin/known/main=false": 4, "opaque/unavailable/main=false": 3,
+		}
+		if fmt.Sprint(kinds) != fmt.Sprint(want) {
+			t.Errorf("frame kinds %v, want %v", kinds, want)
+		}
+		main := inv.Frames[0]
+		if !main.IsMain || main.DocumentEpoch != inv.DocumentEpoch || main.Origin != s.Pages.Origin() || main.ParentID != "" {
+			t.Errorf("main frame %+v", main)
+		}
+		nestedChild := 0
+		for _, f := range inv.Frames[1:] {
+			parent, ok := byID[f.ParentID]
+			if !ok {
+				t.Errorf("frame %+v: parent not listed", f)
+				continue
+			}
+			if !parent.IsMain {
+				nestedChild++
+				if parent.OriginRelation != "same-origin" || f.Origin != s.Pages.Other().Origin() {
+					t.Errorf("nested frame %+v under %+v", f, parent)
+				}
+			}
+			if f.OriginRelation == "opaque" && f.Origin != "" {
+				t.Errorf("opaque frame with an origin: %+v", f)
+			}
+		}
+		if nestedChild != 1 {
+			t.Errorf("%d frames below a child frame, want 1", nestedChild)
+		}
+		if !inv.Truncated {
+			t.Error("out-of-process frames may have children that are not listed, but truncated is false")
+		}
+		if again := frameList(t, s, l.ID); slices.CompareFunc(again.Frames, inv.Frames, func(a, b browser.Frame) int {
+			return strings.Compare(a.ID, b.ID)
+		}) != 0 {
+			t.Errorf("frame IDs changed between two reads:\n%+v\n%+v", inv.Frames, again.Frames)
+		}
+	})
+
+	t.Run("viewport", func(t *testing.T) {
+		shot, img := capture(t, s, l.ID)
+		if shot.Redaction != (browser.Redaction{Policy: "cross-origin-frames", Frames: 6, Regions: 5}) {
+			t.Errorf("redaction %+v, want 6 frames in 5 regions (the nested branch is one region)", shot.Redaction)
+		}
+		width := chromium.Eval[float64](t, s.Browser, target, "document.documentElement.clientWidth")
+		if shot.Viewport.Width != width || shot.Viewport.PageY != 0 || img.Bounds().Dx() != int(width) {
+			t.Errorf("viewport %+v, image %v, want the page's %v px width at scale 1", shot.Viewport, img.Bounds(), width)
+		}
+		if c := colorAt(img, 700, 400); c != "green" {
+			t.Errorf("page background is %s, want green", c)
+		}
+		if c := colorAt(img, sameBox.X+75, sameBox.Y+50); c != "blue" {
+			t.Errorf("same-origin frame is %s, want blue (not redacted)", c)
+		}
+		for name, b := range foreignBox {
+			if c := allOf(img, b); c != "black" {
+				t.Errorf("%s frame: %s, want black all over", name, c)
+			}
+		}
+	})
+
+	t.Run("scrolled", func(t *testing.T) {
+		chromium.Eval[any](t, s.Browser, target, "scrollTo(0, 1900)")
+		shot, img := capture(t, s, l.ID)
+		if shot.Viewport.PageY != 1900 {
+			t.Fatalf("viewport %+v after scrolling to 1900", shot.Viewport)
+		}
+		// Only the frame at y=2000 is in view now, at y=100.
+		if shot.Redaction.Regions != 1 || shot.Redaction.Frames != 1 {
+			t.Errorf("redaction %+v, want the one frame below", shot.Redaction)
+		}
+		if c := allOf(img, box{20, 100, 150, 100}); c != "black" {
+			t.Errorf("the frame below is %s in view, want black", c)
+		}
+		if c := colorAt(img, 400, 300); c != "green" {
+			t.Errorf("page background is %s, want green", c)
+		}
+	})
+
+	t.Run("after release", func(t *testing.T) {
+		params := map[string]any{"sessionId": "s", "leaseId": l.ID}
+		if raw, err := s.Call(t, "browser.validateLease", params); err != nil || string(raw) != `{"valid":true}` {
+			t.Fatalf("validateLease: %s %v", raw, err)
+		}
+		if _, err := s.Call(t, "browser.release", params); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{"browser.capture", "browser.frames", "browser.validateLease"} {
+			if raw, err := s.Call(t, m, params); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+				t.Errorf("%s after release: %s %v, want LEASE_REVOKED", m, raw, err)
+			}
+		}
+	})
+}
+
+func frameList(t *testing.T, s *stack.Stack, leaseID string) browser.FrameInventory {
+	t.Helper()
+	raw, err := s.Call(t, "browser.frames", map[string]any{"sessionId": "s", "leaseId": leaseID})
+	if err != nil {
+		t.Fatalf("browser.frames: %v", err)
+	}
+	var inv browser.FrameInventory
+	if err := json.Unmarshal(raw, &inv); err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+func capture(t *testing.T, s *stack.Stack, leaseID string) (browser.Screenshot, image.Image) {
+	t.Helper()
+	raw, err := s.Call(t, "browser.capture", map[string]any{"sessionId": "s", "leaseId": leaseID})
+	if err != nil {
+		t.Fatalf("browser.capture: %v\nbroker:\n%s", err, s.B.Stderr)
+	}
+	var shot browser.Screenshot
+	if err := json.Unmarshal(raw, &shot); err != nil {
+		t.Fatal(err)
+	}
+	data, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil || shot.MimeType != "image/jpeg" {
+		t.Fatalf("screenshot %s, base64: %v", shot.MimeType, err)
+	}
+	img, err := jpeg.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("not a JPEG: %v", err)
+	}
+	return shot, img
+}
+
+// colorAt names the color at viewport point (x, y): green, blue, black or
+// other (JPEG shifts colors a little).
+func colorAt(img image.Image, x, y float64) string {
+	r, g, b, _ := img.At(int(x), int(y)).RGBA()
+	r, g, b = r>>8, g>>8, b>>8
+	switch {
+	case r < 40 && g < 40 && b < 40:
+		return "black"
+	case b > 180 && r < 80 && g < 80:
+		return "blue"
+	case g > 150 && r < 80 && b < 80:
+		return "green"
+	}
+	return fmt.Sprintf("other (%d,%d,%d)", r, g, b)
+}
+
+// allOf samples a grid inside b (3 px in from its edges) and returns the one
+// color found there, or a description of the first point that differs.
+func allOf(img image.Image, b box) string {
+	first := colorAt(img, b.X+3, b.Y+3)
+	for x := b.X + 3; x <= b.X+b.W-3; x += 7 {
+		for y := b.Y + 3; y <= b.Y+b.H-3; y += 7 {
+			if c := colorAt(img, x, y); c != first {
+				return fmt.Sprintf("%s at (%v,%v) but %s at (%v,%v)", first, b.X+3, b.Y+3, c, x, y)
+			}
+		}
+	}
+	return first
+}
