@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -71,6 +72,16 @@ func (h *host) call(name string, args map[string]any, wantError bool) (string, *
 		h.t.Fatalf("%s %v: isError=%v:\n%s", name, args, res.IsError, b.String())
 	}
 	return b.String(), res
+}
+
+// image returns a tool result's image, or nil.
+func image(res *mcp.CallToolResult) *mcp.ImageContent {
+	for _, c := range res.Content {
+		if img, ok := c.(*mcp.ImageContent); ok {
+			return img
+		}
+	}
+	return nil
 }
 
 var (
@@ -243,6 +254,57 @@ func TestWithBroker(t *testing.T) {
 				t.Logf("/form outline:\n%s", outline)
 			}
 			s.Call(t, "browser.release", map[string]any{"sessionId": "size", "leaseId": l.ID})
+		}
+	})
+
+	t.Run("frames and screenshot", func(t *testing.T) {
+		// A tab of its own: only the foreground tab can be captured.
+		tab, _ := s.Tab(t, s.Pages.URL("/counter"))
+		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
+		raw, _ := json.Marshal(res.StructuredContent)
+		var l mcpserver.ClaimOutput
+		json.Unmarshal(raw, &l)
+		out, _ := h.call("browser_frames", map[string]any{"leaseId": l.LeaseID}, false)
+		if !strings.Contains(out, ": 1 frame\n") || !regexp.MustCompile(`(?m)^- frame \S+ `+regexp.QuoteMeta(s.Pages.Origin())+` same-origin main$`).MatchString(out) {
+			t.Fatalf("frames:\n%s", out)
+		}
+		t.Logf("browser_frames:\n%s", out)
+		obs, _ := h.call("browser_observe", map[string]any{"leaseId": l.LeaseID}, false)
+		out, res = h.call("browser_screenshot", map[string]any{"leaseId": l.LeaseID}, false)
+		img := image(res)
+		if img == nil || img.MIMEType != "image/jpeg" || !bytes.HasPrefix(img.Data, []byte{0xff, 0xd8, 0xff}) || len(img.Data) < 1000 {
+			t.Fatalf("screenshot: %v\n%s", res.Content, out)
+		}
+		if !strings.Contains(out, "redaction: no frames redacted") || !strings.Contains(out, "documentEpoch="+epoch(t, obs)) {
+			t.Fatalf("screenshot:\n%s", out)
+		}
+		t.Logf("browser_screenshot: %d bytes of JPEG\n%s", len(img.Data), out)
+		// No image once the lease is handed off.
+		h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
+		out, res = h.call("browser_screenshot", map[string]any{"leaseId": l.LeaseID}, true)
+		if !strings.HasPrefix(out, "LEASE_REVOKED: ") || image(res) != nil {
+			t.Fatalf("screenshot after handoff: %q %v", out, res.Content)
+		}
+	})
+
+	t.Run("frames and screenshot of iframes", func(t *testing.T) {
+		tab, _ := s.Tab(t, s.Pages.URL("/frames"))
+		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
+		raw, _ := json.Marshal(res.StructuredContent)
+		var l mcpserver.ClaimOutput
+		json.Unmarshal(raw, &l)
+		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
+		out, _ := h.call("browser_frames", map[string]any{"leaseId": l.LeaseID}, false)
+		t.Logf("browser_frames:\n%s", out)
+		for _, want := range []string{"  (truncated)\n", " same-origin main\n", "\n  - frame ", "\n    - frame ", " cross-origin\n", " (origin unknown) opaque context unavailable\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("frames lack %q", want)
+			}
+		}
+		out, res = h.call("browser_screenshot", map[string]any{"leaseId": l.LeaseID}, false)
+		t.Logf("browser_screenshot:\n%s", out)
+		if image(res) == nil || !regexp.MustCompile(`redaction: \d+ cross-origin frames? painted black in \d+ regions? `).MatchString(out) {
+			t.Errorf("screenshot of /frames:\n%s", out)
 		}
 	})
 

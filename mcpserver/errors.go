@@ -38,6 +38,17 @@ var hints = map[wire.Code]string{
 	wire.CodeAdmissionDenied:       "the user refused this program's connection to the broker: do not retry; ask the user",
 }
 
+// methodHints replace hints for the broker methods whose refusals mean
+// something else than an action's, by method.
+var methodHints = map[string]map[wire.Code]string{
+	"browser.capture": {
+		wire.CodeStaleTarget:           "the page kept changing while it was captured: wait a moment and call browser_screenshot again",
+		wire.CodeUnsupportedCapability: "this page cannot be captured safely here (it is pinch-zoomed, or the browser or extension cannot capture): work from browser_observe",
+		wire.CodeQueueFull:             "the screenshot is too large to send, or too many are in flight: work from browser_observe",
+		wire.CodeDeadlineExceeded:      "the capture did not finish in time; a tab in the background cannot be captured: ask the user to show the tab and try once more, else work from browser_observe",
+	},
+}
+
 // Hint returns what a model should do after a refusal with code.
 func Hint(code wire.Code) string {
 	if h, ok := hints[code]; ok {
@@ -46,14 +57,24 @@ func Hint(code wire.Code) string {
 	return "the broker refused the request; observe the page, and ask the user if it keeps happening"
 }
 
-// codeText is the tool error text for a refusal: the code, then the hint.
-func codeText(code wire.Code) string {
-	return string(code) + ": " + Hint(code) + "."
+// HintFor returns what a model should do after a refusal of method with
+// code: the method's own hint, else [Hint].
+func HintFor(method string, code wire.Code) string {
+	if h, ok := methodHints[method][code]; ok {
+		return h
+	}
+	return Hint(code)
 }
 
-// toolError turns a broker call's error into the error a tool returns; the
-// SDK sends its text as the tool result with isError set.
-func toolError(err error) error {
+// codeText is the tool error text for a refusal of method: the code, then
+// the hint.
+func codeText(method string, code wire.Code) string {
+	return string(code) + ": " + HintFor(method, code) + "."
+}
+
+// toolError turns the error of a broker call of method into the error a
+// tool returns; the SDK sends its text as the tool result with isError set.
+func toolError(method string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -66,9 +87,9 @@ func toolError(err error) error {
 		if code == wire.CodeInternalError {
 			return fmt.Errorf("INTERNAL_ERROR: %v", err)
 		}
-		return errors.New(codeText(code))
+		return errors.New(codeText(method, code))
 	}
-	return errors.New(codeText(rpc.CodeOf(err)))
+	return errors.New(codeText(method, rpc.CodeOf(err)))
 }
 
 // errNotRunning is the tool error when the broker cannot be reached.

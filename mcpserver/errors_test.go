@@ -29,26 +29,43 @@ func TestHints(t *testing.T) {
 			t.Errorf("no hint for %s", code)
 		}
 	}
+	// A capture's refusals have hints of their own; other codes fall back.
+	for code, want := range map[wire.Code]string{
+		wire.CodeStaleTarget:           "the page kept changing while it was captured: wait a moment and call browser_screenshot again",
+		wire.CodeUnsupportedCapability: "this page cannot be captured safely here (it is pinch-zoomed, or the browser or extension cannot capture): work from browser_observe",
+		wire.CodeQueueFull:             "the screenshot is too large to send",
+		wire.CodeLeaseRevoked:          Hint(wire.CodeLeaseRevoked),
+	} {
+		if got := HintFor("browser.capture", code); !strings.HasPrefix(got, want) {
+			t.Errorf("HintFor(browser.capture, %s) = %q, want it to start with %q", code, got, want)
+		}
+	}
+	if got, want := HintFor("browser.observe", wire.CodeStaleTarget), Hint(wire.CodeStaleTarget); got != want {
+		t.Errorf("HintFor(browser.observe, STALE_TARGET) = %q, want %q", got, want)
+	}
 }
 
 func TestToolError(t *testing.T) {
 	for _, tc := range []struct {
-		err  error
-		want string
+		method string
+		err    error
+		want   string
 	}{
-		{wire.Err(wire.CodeStaleTarget), "STALE_TARGET: the page changed: call browser_observe again and use the new refs and documentEpoch."},
-		{fmt.Errorf("call: %w", wire.Err(wire.CodeLeaseRevoked)), "LEASE_REVOKED: the lease ended (Stop, navigation away, release or expiry): claim the tab again."},
-		{wire.Err(wire.CodeJournalFull), "JOURNAL_FULL: the broker's action journal is full"},
-		{wire.Err("SOMETHING_NEW"), "SOMETHING_NEW: the broker refused the request"},
-		{context.DeadlineExceeded, "DEADLINE_EXCEEDED: it did not finish in time"},
-		{errors.New("boom"), "INTERNAL_ERROR: boom"},
-		{notRunning(errors.New("connect: no such file")), "the DSH broker is not running or not reachable. Ask the user to start it: `broker serve`, or `systemctl --user start broker.socket` where it is installed as a service; then call this tool again. (connect: no such file)"},
+		{"browser.act", wire.Err(wire.CodeStaleTarget), "STALE_TARGET: the page changed: call browser_observe again and use the new refs and documentEpoch."},
+		{"browser.observe", fmt.Errorf("call: %w", wire.Err(wire.CodeLeaseRevoked)), "LEASE_REVOKED: the lease ended (Stop, navigation away, release or expiry): claim the tab again."},
+		{"browser.act", wire.Err(wire.CodeJournalFull), "JOURNAL_FULL: the broker's action journal is full"},
+		{"browser.act", wire.Err("SOMETHING_NEW"), "SOMETHING_NEW: the broker refused the request"},
+		{"browser.act", context.DeadlineExceeded, "DEADLINE_EXCEEDED: it did not finish in time"},
+		{"browser.act", errors.New("boom"), "INTERNAL_ERROR: boom"},
+		{"browser.list", notRunning(errors.New("connect: no such file")), "the DSH broker is not running or not reachable. Ask the user to start it: `broker serve`, or `systemctl --user start broker.socket` where it is installed as a service; then call this tool again. (connect: no such file)"},
+		{"browser.capture", wire.Err(wire.CodeStaleTarget), "STALE_TARGET: the page kept changing while it was captured: wait a moment and call browser_screenshot again."},
+		{"browser.capture", context.DeadlineExceeded, "DEADLINE_EXCEEDED: the capture did not finish in time"},
 	} {
-		if got := toolError(tc.err).Error(); !strings.HasPrefix(got, tc.want) {
-			t.Errorf("toolError(%v) = %q, want it to start with %q", tc.err, got, tc.want)
+		if got := toolError(tc.method, tc.err).Error(); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("toolError(%s, %v) = %q, want it to start with %q", tc.method, tc.err, got, tc.want)
 		}
 	}
-	if toolError(nil) != nil {
+	if toolError("browser.act", nil) != nil {
 		t.Error("toolError(nil) is not nil")
 	}
 }

@@ -272,3 +272,86 @@ func plural(n int, one, many string) string {
 	}
 	return strconv.Itoa(n) + " " + many
 }
+
+// FrameOutline renders a frame inventory as an outline, one frame a line,
+// children indented under their parent:
+//
+//	frames of tab=inst:7: 3 frames  (truncated)
+//	leaseId=L1 documentEpoch=F…:L…
+//	- frame F0 http://127.0.0.1:8080 same-origin main
+//	  - frame F1 https://ads.example cross-origin context unavailable
+//	    - frame F2 (origin unknown) opaque context unavailable
+//	(truncated: the page may have more frames than these)
+//	Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read.
+//
+// Frames come in the inventory's order under each parent; a frame whose
+// parent is not listed starts a tree of its own.
+func FrameOutline(inv *browser.FrameInventory, leaseID string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "frames of tab=%s: %s", inv.Tab, plural(len(inv.Frames), "frame", "frames"))
+	if inv.Truncated {
+		b.WriteString("  (truncated)")
+	}
+	b.WriteByte('\n')
+	fmt.Fprintf(&b, "leaseId=%s documentEpoch=%s\n", leaseID, inv.DocumentEpoch)
+
+	listed := make(map[string]bool, len(inv.Frames))
+	children := make(map[string][]*browser.Frame)
+	for i := range inv.Frames {
+		f := &inv.Frames[i]
+		listed[f.ID] = true
+		children[f.ParentID] = append(children[f.ParentID], f)
+	}
+	written := make(map[*browser.Frame]bool, len(inv.Frames))
+	var walk func(f *browser.Frame, depth int)
+	walk = func(f *browser.Frame, depth int) {
+		if written[f] {
+			return // a cycle: each frame is written once
+		}
+		written[f] = true
+		writeFrame(&b, f, depth)
+		if f.ID == "" {
+			return // "" is the parent of the roots, not of this frame
+		}
+		for _, c := range children[f.ID] {
+			walk(c, depth+1)
+		}
+	}
+	for i := range inv.Frames {
+		if f := &inv.Frames[i]; f.ParentID == "" || !listed[f.ParentID] {
+			walk(f, 0)
+		}
+	}
+	for i := range inv.Frames {
+		walk(&inv.Frames[i], 0) // frames only reachable through a cycle
+	}
+	if len(inv.Frames) == 0 {
+		b.WriteString("(no frames)\n")
+	}
+	if inv.Truncated {
+		b.WriteString("(truncated: the page may have more frames than these)\n")
+	}
+	b.WriteString("Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read.\n")
+	return b.String()
+}
+
+func writeFrame(b *strings.Builder, f *browser.Frame, depth int) {
+	b.WriteString(strings.Repeat("  ", depth))
+	b.WriteString("- frame ")
+	b.WriteString(f.ID)
+	if f.Origin != "" {
+		b.WriteString(" " + f.Origin)
+	} else {
+		b.WriteString(" (origin unknown)")
+	}
+	if f.OriginRelation != "" {
+		b.WriteString(" " + f.OriginRelation)
+	}
+	if f.IsMain {
+		b.WriteString(" main")
+	}
+	if f.ContextStatus == "unavailable" {
+		b.WriteString(" context unavailable")
+	}
+	b.WriteByte('\n')
+}

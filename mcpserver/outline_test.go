@@ -220,3 +220,60 @@ func TestStepQuestion(t *testing.T) {
 		t.Errorf("without an observation:\n got %s\nwant %s", got, want)
 	}
 }
+
+func TestFrameOutline(t *testing.T) {
+	inv := &browser.FrameInventory{
+		Tab: "inst:7", DocumentEpoch: "8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B",
+		Frames: []browser.Frame{
+			{ID: "F0", IsMain: true, DocumentEpoch: "8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B", Origin: "http://127.0.0.1:41234", OriginRelation: "same-origin", ContextStatus: "known"},
+			{ID: "F1", ParentID: "F0", Origin: "https://ads.example", OriginRelation: "cross-origin", ContextStatus: "unavailable"},
+			{ID: "F3", ParentID: "F0", Origin: "http://127.0.0.1:41234", OriginRelation: "same-origin", ContextStatus: "known"},
+			{ID: "F2", ParentID: "F1", OriginRelation: "opaque", ContextStatus: "unavailable"},
+		},
+	}
+	got := FrameOutline(inv, "L1")
+	want := `frames of tab=inst:7: 4 frames
+leaseId=L1 documentEpoch=8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B
+- frame F0 http://127.0.0.1:41234 same-origin main
+  - frame F1 https://ads.example cross-origin context unavailable
+    - frame F2 (origin unknown) opaque context unavailable
+  - frame F3 http://127.0.0.1:41234 same-origin
+Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read.
+`
+	if got != want {
+		t.Errorf("frames:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestFrameOutlineOdd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		inv  browser.FrameInventory
+		want string // the lines after the header
+	}{
+		{"only the main frame", browser.FrameInventory{Frames: []browser.Frame{
+			{ID: "M", IsMain: true, Origin: "https://a.test", OriginRelation: "same-origin", ContextStatus: "known"},
+		}}, "- frame M https://a.test same-origin main\n"},
+		{"none", browser.FrameInventory{}, "(no frames)\n"},
+		{"truncated, parent not listed", browser.FrameInventory{Truncated: true, Frames: []browser.Frame{
+			{ID: "M", IsMain: true, Origin: "https://a.test", OriginRelation: "same-origin", ContextStatus: "known"},
+			{ID: "C", ParentID: "gone", Origin: "https://b.test", OriginRelation: "cross-origin", ContextStatus: "unavailable"},
+		}}, "- frame M https://a.test same-origin main\n- frame C https://b.test cross-origin context unavailable\n(truncated: the page may have more frames than these)\n"},
+		{"cycle", browser.FrameInventory{Frames: []browser.Frame{
+			{ID: "A", ParentID: "B", OriginRelation: "opaque", ContextStatus: "unavailable"},
+			{ID: "B", ParentID: "A", OriginRelation: "opaque", ContextStatus: "unavailable"},
+		}}, "- frame A (origin unknown) opaque context unavailable\n  - frame B (origin unknown) opaque context unavailable\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := FrameOutline(&tc.inv, "L")
+			_, body, _ := strings.Cut(got, "documentEpoch=\n")
+			want := tc.want + "Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read.\n"
+			if body != want {
+				t.Errorf("frames:\n%s\nwant after the header:\n%s", got, want)
+			}
+			if strings.Contains(got[:strings.IndexByte(got, '\n')], "(truncated)") != tc.inv.Truncated {
+				t.Errorf("header of %s", got)
+			}
+		})
+	}
+}

@@ -14,11 +14,22 @@
 //
 // # Tools
 //
-// browser_list, browser_claim, browser_observe, browser_act, browser_batch
-// and browser_handoff follow the reference's public tool list (names and
-// arguments). Results are text written for a model: observations as a
-// compact outline (see [Outline]), refusals as tool errors that name the
-// registry code and say what to do next (see [Hint]).
+// browser_list, browser_claim, browser_observe, browser_act, browser_batch,
+// browser_frames, browser_screenshot and browser_handoff follow the
+// reference's public tool list (names and arguments). Results are text
+// written for a model: observations as a compact outline (see [Outline]),
+// frames as another (see [FrameOutline]), refusals as tool errors that name
+// the registry code and say what to do next (see [Hint]). A screenshot is an
+// image with a caption (see [ScreenshotResult]).
+//
+// # Screenshots
+//
+// The extension paints every frame not provably of the lease's origin
+// black before the image leaves the browser. browser_screenshot publishes
+// an image only while its lease is valid: after browser.capture it asks
+// browser.validateLease on the same broker connection (never a new one),
+// and browser_handoff or the lease's end revokes a capture not yet
+// returned; a revoked capture answers LEASE_REVOKED and no image.
 //
 // # Batch approvals
 //
@@ -91,6 +102,8 @@ type session struct {
 
 	mu    sync.Mutex
 	pages map[string]*pageInfo // by leaseId: what the last observation showed
+	// captures are the screenshots taken and not yet returned, by leaseId.
+	captures map[string]map[*pendingCapture]bool
 }
 
 // pageInfo remembers the last observation of a leased page, to name the
@@ -141,6 +154,7 @@ func New(opts Options) *Server {
 
 const instructions = `Drive the user's real web browser (Chrome with the DSH extension) through the DSH broker.
 Workflow: browser_list (browsers, then tabs) → browser_claim a tab (the user may have to approve) → browser_observe → browser_act (or browser_batch) with refs and the documentEpoch from the latest observation → observe again as needed → browser_handoff when done.
+browser_screenshot shows how the page looks (cross-origin frames painted black); it is for looking only: act with refs from browser_observe, never with coordinates. browser_frames lists the page's frames and their origins (metadata only).
 The user sees an ON badge on a tab under control and can press Stop at any time.`
 
 // Serve runs one MCP session over t until the peer disconnects or ctx ends,
@@ -193,7 +207,7 @@ func (s *Server) session(ss *mcp.ServerSession) *session {
 	if se, ok := s.sessions[ss]; ok {
 		return se
 	}
-	se := &session{id: "mcp-" + randomHex(8), ss: ss, pages: make(map[string]*pageInfo)}
+	se := &session{id: "mcp-" + randomHex(8), ss: ss, pages: make(map[string]*pageInfo), captures: make(map[string]map[*pendingCapture]bool)}
 	s.sessions[ss] = se
 	return se
 }
@@ -271,17 +285,23 @@ func (s *Server) call(ctx context.Context, ss *mcp.ServerSession, timeout time.D
 	if err != nil {
 		return err
 	}
+	return s.callOn(ctx, c, timeout, method, params, out)
+}
+
+// callOn is call on a given broker connection, which is not dialed again
+// when it is lost.
+func (s *Server) callOn(ctx context.Context, c *client.Client, timeout time.Duration, method string, params, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	raw, err := c.Call(ctx, method, params)
 	if err != nil {
 		s.log.Debug("broker refused", "method", method, "err", err)
-		return toolError(err)
+		return toolError(method, err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
 			s.log.Error("unexpected broker answer", "method", method, "err", err)
-			return toolError(wire.Err(wire.CodeInternalError))
+			return toolError(method, wire.Err(wire.CodeInternalError))
 		}
 	}
 	return nil
@@ -303,9 +323,7 @@ func (s *Server) onEvent(ev *wire.Envelope) {
 	s.mu.Lock()
 	for _, se := range s.sessions {
 		if se.id == v.SessionID {
-			se.mu.Lock()
-			delete(se.pages, v.LeaseID)
-			se.mu.Unlock()
+			se.forget(v.LeaseID)
 		}
 	}
 	s.mu.Unlock()

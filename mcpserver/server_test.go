@@ -31,10 +31,12 @@ func connectNoBroker(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
 func TestNoBroker(t *testing.T) {
 	cs := connectNoBroker(t, nil)
 	for name, args := range map[string]map[string]any{
-		"browser_list":    {},
-		"browser_claim":   {"instanceId": "i", "tab": "t"},
-		"browser_observe": {"leaseId": "L"},
-		"browser_handoff": {"leaseId": "L"},
+		"browser_list":       {},
+		"browser_claim":      {"instanceId": "i", "tab": "t"},
+		"browser_observe":    {"leaseId": "L"},
+		"browser_frames":     {"leaseId": "L"},
+		"browser_screenshot": {"leaseId": "L"},
+		"browser_handoff":    {"leaseId": "L"},
 	} {
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/lease"
+	"github.com/dsh-browser/broker/wire"
 )
 
 // The tools' arguments. Schemas are inferred from these types (struct tags
@@ -41,6 +43,12 @@ type (
 		Steps         []browser.BatchStep `json:"steps" jsonschema:"1 to 8 steps, run in order"`
 		TimeoutMs     *int                `json:"timeoutMs,omitempty" jsonschema:"deadline of the whole batch in milliseconds, including the user's answers (default and maximum 30000)"`
 		RequestID     string              `json:"requestId,omitempty" jsonschema:"identifies this batch; as for browser_act: omit it for a new batch, reuse it only to retry one whose result you did not get"`
+	}
+	FramesInput struct {
+		LeaseID string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+	}
+	ScreenshotInput struct {
+		LeaseID string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
 	}
 	HandoffInput struct {
 		LeaseID string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
@@ -116,6 +124,24 @@ func (s *Server) addTools() {
 		InputSchema: inputSchema[BatchInput](annotateBatch),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
 	}, s.batch)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "browser_frames",
+		Title: "List the page's frames",
+		Description: "List the frames of the leased tab (the page and its iframes), nested as in the page: each frame's id and origin, whether it is same-origin with the lease, cross-origin or opaque, and which is the main frame. " +
+			"Metadata only: no frame's content is read. Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read.",
+		InputSchema: inputSchema[FramesInput](nil),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+	}, s.frames)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "browser_screenshot",
+		Title: "Look at the page",
+		Description: "Capture what the leased tab shows now (its visible part) as a JPEG image at most 1200 pixels wide, with a caption giving the documentEpoch, the viewport and its scroll position. The tab must be the one shown in its window. " +
+			"Every frame not provably of the lease's origin (cross-origin or opaque iframes such as ads and embeds) is painted black before the image leaves the browser; the caption says how many. " +
+			"Use it to see layout or visual state that the outline does not show. It is for looking only: to click or type, use refs from browser_observe, never coordinates. " +
+			"The image is returned only while the lease is still valid.",
+		InputSchema: inputSchema[ScreenshotInput](nil),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+	}, s.screenshot)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "browser_handoff",
 		Title:       "Give the tab back",
@@ -262,14 +288,64 @@ func (s *Server) batch(ctx context.Context, req *mcp.CallToolRequest, in BatchIn
 	return text(RenderBatch(&res, in.Steps, in.LeaseID, denied)), nil, nil
 }
 
+func (s *Server) frames(ctx context.Context, req *mcp.CallToolRequest, in FramesInput) (*mcp.CallToolResult, any, error) {
+	se := s.session(req.Session)
+	var inv browser.FrameInventory
+	if err := s.call(ctx, req.Session, readTimeout, "browser.frames", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, &inv); err != nil {
+		return nil, nil, err
+	}
+	return text(FrameOutline(&inv, in.LeaseID)), nil, nil
+}
+
+// screenshot captures the leased tab and returns the image only once
+// browser.validateLease, on the connection that captured it, says the
+// lease is still valid, and only if no handoff or revocation of the lease
+// came in between.
+func (s *Server) screenshot(ctx context.Context, req *mcp.CallToolRequest, in ScreenshotInput) (*mcp.CallToolResult, any, error) {
+	se := s.session(req.Session)
+	c, err := s.broker(ctx, req.Session)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, done := se.holdCapture(ctx, in.LeaseID)
+	defer done()
+	params := map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}
+	var sh browser.Screenshot
+	if err := s.callOn(ctx, c, readTimeout, "browser.capture", params, &sh); err != nil {
+		return nil, nil, revoked(ctx, err)
+	}
+	res, err := ScreenshotResult(&sh, in.LeaseID)
+	if err != nil {
+		s.log.Error("unexpected broker answer", "method", "browser.capture", "err", err)
+		return nil, nil, toolError("browser.capture", wire.Err(wire.CodeInternalError))
+	}
+	var v struct {
+		Valid bool `json:"valid"`
+	}
+	if err := s.callOn(ctx, c, readTimeout, "browser.validateLease", params, &v); err != nil {
+		return nil, nil, revoked(ctx, err)
+	}
+	if !v.Valid || errors.Is(context.Cause(ctx), errCaptureRevoked) {
+		return nil, nil, toolError("browser.validateLease", wire.Err(wire.CodeLeaseRevoked))
+	}
+	return res, nil, nil
+}
+
+// revoked is the error of a capture's broker call: LEASE_REVOKED when the
+// capture was revoked, else err.
+func revoked(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errCaptureRevoked) {
+		return toolError("browser.capture", wire.Err(wire.CodeLeaseRevoked))
+	}
+	return err
+}
+
 func (s *Server) handoff(ctx context.Context, req *mcp.CallToolRequest, in HandoffInput) (*mcp.CallToolResult, any, error) {
 	se := s.session(req.Session)
+	se.forget(in.LeaseID) // a screenshot not yet returned is not returned
 	if err := s.call(ctx, req.Session, readTimeout, "browser.release", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, nil); err != nil {
 		return nil, nil, err
 	}
-	se.mu.Lock()
-	delete(se.pages, in.LeaseID)
-	se.mu.Unlock()
 	return text(fmt.Sprintf("Released leaseId=%s: the tab is the user's again and stays open as it is.", in.LeaseID)), nil, nil
 }
 

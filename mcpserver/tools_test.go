@@ -64,7 +64,9 @@ func TestSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := map[string]map[string]any{}
+	readOnly := map[string]bool{}
 	for _, tool := range list.Tools {
+		readOnly[tool.Name] = tool.Annotations != nil && tool.Annotations.ReadOnlyHint
 		raw, err := json.Marshal(tool.InputSchema)
 		if err != nil {
 			t.Fatal(err)
@@ -76,16 +78,18 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("%s has no description", tool.Name)
 		}
 	}
-	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"browser_act", "browser_batch", "browser_claim", "browser_handoff", "browser_list", "browser_observe"}) {
+	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"browser_act", "browser_batch", "browser_claim", "browser_frames", "browser_handoff", "browser_list", "browser_observe", "browser_screenshot"}) {
 		t.Errorf("tools %v", got)
 	}
 	for name, want := range map[string]struct{ required, optional []string }{
-		"browser_list":    {nil, []string{"instanceId"}},
-		"browser_claim":   {[]string{"instanceId", "tab"}, nil},
-		"browser_observe": {[]string{"leaseId"}, []string{"query"}},
-		"browser_act":     {[]string{"leaseId", "documentEpoch", "action"}, []string{"requestId", "timeoutMs"}},
-		"browser_batch":   {[]string{"leaseId", "documentEpoch", "steps"}, []string{"requestId", "timeoutMs"}},
-		"browser_handoff": {[]string{"leaseId"}, nil},
+		"browser_list":       {nil, []string{"instanceId"}},
+		"browser_claim":      {[]string{"instanceId", "tab"}, nil},
+		"browser_observe":    {[]string{"leaseId"}, []string{"query"}},
+		"browser_act":        {[]string{"leaseId", "documentEpoch", "action"}, []string{"requestId", "timeoutMs"}},
+		"browser_batch":      {[]string{"leaseId", "documentEpoch", "steps"}, []string{"requestId", "timeoutMs"}},
+		"browser_frames":     {[]string{"leaseId"}, nil},
+		"browser_screenshot": {[]string{"leaseId"}, nil},
+		"browser_handoff":    {[]string{"leaseId"}, nil},
 	} {
 		m := tools[name]
 		props, _ := m["properties"].(map[string]any)
@@ -94,6 +98,11 @@ func TestSchemas(t *testing.T) {
 		}
 		if got := strs(m["required"]); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want.required))) {
 			t.Errorf("%s: required %v, want %v", name, got, want.required)
+		}
+	}
+	for name, want := range map[string]bool{"browser_list": true, "browser_observe": true, "browser_frames": true, "browser_screenshot": true, "browser_act": false, "browser_batch": false} {
+		if readOnly[name] != want {
+			t.Errorf("%s: readOnlyHint %v, want %v", name, readOnly[name], want)
 		}
 	}
 	action := path(t, tools["browser_act"], "properties", "action")

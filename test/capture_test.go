@@ -214,3 +214,41 @@ func allOf(img image.Image, b box) string {
 	}
 	return first
 }
+
+// TestE2ECaptureMovingFrames: frames of another origin that move all the
+// time, by layout and on the compositor. A capture either fails STALE_TARGET
+// or shows none of their pixels.
+func TestE2ECaptureMovingFrames(t *testing.T) {
+	t.Parallel()
+	s := stack.Start(t, "--access-mode=personal")
+	tab, _ := s.Tab(t, s.Pages.URL("/moving"))
+	l := s.Claim(t, "s", tab)
+	images, stale := 0, 0
+	for range 6 {
+		raw, err := s.Call(t, "browser.capture", map[string]any{"sessionId": "s", "leaseId": l.ID})
+		if rpc.CodeOf(err) == wire.CodeStaleTarget {
+			stale++
+			continue
+		}
+		if err != nil {
+			t.Fatalf("capture: %v", err)
+		}
+		images++
+		var shot browser.Screenshot
+		json.Unmarshal(raw, &shot)
+		data, _ := base64.StdEncoding.DecodeString(shot.Data)
+		img, err := jpeg.Decode(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := img.Bounds()
+		for x := 0; x < b.Dx(); x += 2 {
+			for y := 0; y < b.Dy(); y += 2 {
+				if c := colorAt(img, float64(x), float64(y)); c == "blue" {
+					t.Fatalf("a moving frame's pixel at (%d,%d) is in the image (redaction %+v)", x, y, shot.Redaction)
+				}
+			}
+		}
+	}
+	t.Logf("%d images without foreign pixels, %d STALE_TARGET", images, stale)
+}

@@ -41,13 +41,14 @@ var (
 		"/nav":    template.Must(template.ParseFS(pagesFS, "pages/nav.html")),
 		"/frames": template.Must(template.ParseFS(pagesFS, "pages/frames.html")),
 		"/nested": template.Must(template.ParseFS(pagesFS, "pages/nested.html")),
+		"/moving": template.Must(template.ParseFS(pagesFS, "pages/moving.html")),
 	}
 	bigHTML = renderBig()
 )
 
 // Paths lists the paths of the pages, in a stable order.
 func Paths() []string {
-	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/big", "/nav", "/frames", "/nested"}
+	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/big", "/nav", "/frames", "/nested", "/moving"}
 }
 
 // Counts of the elements on /big.

@@ -42,6 +42,7 @@ func TestPages(t *testing.T) {
 		{"/nav", []string{`href="{other}/form"`, `href="{other-site}/form"`, `href="/counter"`}},
 		{"/frames", []string{`src="/swatch"`, `src="{other}/swatch"`, `src="{other-site}/swatch"`, `src="/nested"`, "sandbox srcdoc=", "mode: 'closed'"}},
 		{"/nested", []string{`src="{other}/swatch"`}},
+		{"/moving", []string{`id="slide"`, `id="glide"`, `src="{other}/swatch"`}},
 	}
 	if len(tests) != len(testpages.Paths()) {
 		t.Fatalf("the test covers %d pages, Paths lists %d", len(tests), len(testpages.Paths()))
@@ -70,7 +71,7 @@ func TestPages(t *testing.T) {
 						t.Errorf("GET %s: body lacks %q", u, w)
 					}
 				}
-				if strings.Contains(body, "http://") && !slices.Contains([]string{"/nav", "/frames", "/nested"}, tc.path) {
+				if strings.Contains(body, "http://") && !slices.Contains([]string{"/nav", "/frames", "/nested", "/moving"}, tc.path) {
 					t.Errorf("GET %s: the page refers to an external resource", u)
 				}
 			}

@@ -34,6 +34,12 @@ async function call(client, name, args) {
   return { result, text };
 }
 
+function images(result) {
+  return result.content.filter((c) => c.type === 'image');
+}
+
+const escapeRE = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 function find(text, re, what) {
   const m = text.match(re);
   assert.ok(m, `no ${what} in:\n${text}`);
@@ -59,7 +65,7 @@ test('an MCP host drives the browser through broker mcp', { skip, timeout: 45_00
   await t.test('lists the tools with their schemas', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((tool) => tool.name).sort();
-    assert.deepEqual(names, ['browser_act', 'browser_batch', 'browser_claim', 'browser_handoff', 'browser_list', 'browser_observe']);
+    assert.deepEqual(names, ['browser_act', 'browser_batch', 'browser_claim', 'browser_frames', 'browser_handoff', 'browser_list', 'browser_observe', 'browser_screenshot']);
     const act = tools.find((tool) => tool.name === 'browser_act');
     assert.deepEqual(act.inputSchema.required, ['leaseId', 'documentEpoch', 'action']);
     assert.deepEqual(act.inputSchema.properties.action.properties.kind.enum, ['click', 'fill', 'type', 'append', 'press']);
@@ -69,7 +75,7 @@ test('an MCP host drives the browser through broker mcp', { skip, timeout: 45_00
   const { text: browsers } = await call(client, 'browser_list', {});
   assert.ok(browsers.includes(`instanceId=${env.instance}`), browsers);
   const { text: tabs } = await call(client, 'browser_list', { instanceId: env.instance });
-  const tab = find(tabs, new RegExp(`tab=(\\S+) "Counter" ${env.pageURL.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), 'counter tab');
+  const tab = find(tabs, new RegExp(`tab=(\\S+) "Counter" ${escapeRE(env.pageURL)}`), 'counter tab');
 
   const { result: claimed, text: claimText } = await call(client, 'browser_claim', { instanceId: env.instance, tab });
   const leaseId = claimed.structuredContent?.leaseId;
@@ -110,10 +116,40 @@ test('an MCP host drives the browser through broker mcp', { skip, timeout: 45_00
     assert.match(text, /STALE_TARGET: the page changed: call browser_observe again/);
   });
 
+  await t.test('lists the frames: only the main frame', async () => {
+    const { text } = await call(client, 'browser_frames', { leaseId });
+    const frames = text.split('\n').filter((line) => /^\s*- frame /.test(line));
+    assert.equal(frames.length, 1, text);
+    assert.match(frames[0], new RegExp(`^- frame \\S+ ${escapeRE(new URL(env.pageURL).origin)} same-origin main$`));
+    assert.match(text, /^frames of tab=\S+: 1 frame\n/);
+  });
+
+  await t.test('takes a screenshot with nothing to redact', async () => {
+    const { result, text } = await call(client, 'browser_screenshot', { leaseId });
+    const [image, ...more] = images(result);
+    assert.ok(image && more.length === 0, `not one image in ${JSON.stringify(result.content.map((c) => c.type))}`);
+    assert.equal(image.mimeType, 'image/jpeg');
+    const jpeg = Buffer.from(image.data, 'base64');
+    assert.deepEqual([...jpeg.subarray(0, 3)], [0xff, 0xd8, 0xff], 'no JPEG SOI marker');
+    assert.deepEqual([...jpeg.subarray(-2)], [0xff, 0xd9], 'no JPEG EOI marker');
+    // A viewport of a small page at quality 70, within the broker's 800,000 base64 characters.
+    assert.ok(jpeg.length > 1_000 && jpeg.length <= 600_000, `a JPEG of ${jpeg.length} bytes`);
+    assert.match(text, /redaction: no frames redacted/);
+    assert.match(text, /image \d+×\d+ px of the viewport /);
+    assert.match(text, /use refs from browser_observe, not coordinates/);
+  });
+
   await t.test('hands the tab back', async () => {
     await call(client, 'browser_handoff', { leaseId });
     const result = await client.callTool({ name: 'browser_observe', arguments: { leaseId } });
     assert.equal(result.isError, true);
     assert.match(textOf(result), /^LEASE_REVOKED: .*claim the tab again/);
+  });
+
+  await t.test('no screenshot of a released lease', async () => {
+    const result = await client.callTool({ name: 'browser_screenshot', arguments: { leaseId } });
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /^LEASE_REVOKED: /);
+    assert.equal(images(result).length, 0, 'an image was returned');
   });
 });
