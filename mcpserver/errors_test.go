@@ -60,6 +60,7 @@ func TestToolError(t *testing.T) {
 		{"browser.list", notRunning(errors.New("connect: no such file")), "the DSH broker is not running or not reachable. Ask the user to start it: `broker serve`, or `systemctl --user start broker.socket` where it is installed as a service; then call this tool again. (connect: no such file)"},
 		{"browser.capture", wire.Err(wire.CodeStaleTarget), "STALE_TARGET: the page kept changing while it was captured: wait a moment and call browser_screenshot again."},
 		{"browser.capture", context.DeadlineExceeded, "DEADLINE_EXCEEDED: the capture did not finish in time"},
+		{"browser.capture", wire.Err(wire.CodeNotActionable), "NOT_ACTIONABLE: the tab is not shown"},
 	} {
 		if got := toolError(tc.method, tc.err).Error(); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("toolError(%s, %v) = %q, want it to start with %q", tc.method, tc.err, got, tc.want)

@@ -135,7 +135,7 @@ func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "browser_screenshot",
 		Title: "Look at the page",
-		Description: "Capture what the leased tab shows now (its visible part) as a JPEG image at most 1200 pixels wide, with a caption giving the documentEpoch, the viewport and its scroll position. The tab must be the one shown in its window. " +
+		Description: "Capture what the leased tab shows now (its visible part) as a JPEG image at most 1200 pixels wide, with a caption giving the documentEpoch, the viewport and its scroll position. The tab must be the one shown in its window (a background tab answers NOT_ACTIONABLE). " +
 			"Every frame not provably of the lease's origin (cross-origin or opaque iframes such as ads and embeds) is painted black before the image leaves the browser; the caption says how many. " +
 			"Use it to see layout or visual state that the outline does not show. It is for looking only: to click or type, use refs from browser_observe, never coordinates. " +
 			"The image is returned only while the lease is still valid.",

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/internal/chromium"
@@ -132,6 +133,18 @@ func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
 		}
 		if c := colorAt(img, 400, 300); c != "green" {
 			t.Errorf("page background is %s, want green", c)
+		}
+	})
+
+	t.Run("hidden tab", func(t *testing.T) {
+		s.Browser.OpenTab(t, s.Pages.URL("/counter")) // now in front of the leased tab
+		start := time.Now()
+		_, err := s.Call(t, "browser.capture", map[string]any{"sessionId": "s", "leaseId": l.ID})
+		if rpc.CodeOf(err) != wire.CodeNotActionable {
+			t.Fatalf("capture of a background tab: %v, want NOT_ACTIONABLE", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the refusal took %v: Chromium never answers a screenshot of a hidden tab, the extension must not ask", d)
 		}
 	})
 

@@ -3,7 +3,7 @@
 // here, before the image leaves the browser. Anything this cannot establish
 // — the topology, a box, a steady page — fails the capture; it never sends
 // an image it could not redact.
-import { fail } from './errors.js';
+import { CodeError, fail } from './errors.js';
 import { topology, rethrowCode } from './frames.js';
 
 export const MAX_DATA = 800000; // base64 characters
@@ -11,23 +11,26 @@ const MAX_WIDTH = 1200; // CSS pixels: wider viewports are scaled down
 const QUALITY = 0.7;
 const ATTEMPTS = 3;
 const RETRY_MS = 60;
+// A screenshot of a tab that stops being shown never answers; give up well
+// before the broker's 10 s deadline.
+const SHOT_TIMEOUT_MS = 5000;
 
 // capture takes one screenshot. send is the gated debugger seam; encode(png,
 // size, rects, quality) draws the PNG at size, paints rects black and returns
 // base64 JPEG (image.js). The scene (topology, viewport, boxes of foreign
 // branches) is read before and after the screenshot and must not change in
 // between; a page that keeps changing fails STALE_TARGET after three tries.
-export async function capture(send, encode, { now, sleep }) {
+export async function capture(send, encode, { now, timers }) {
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    if (attempt > 0) await sleep(RETRY_MS);
+    if (attempt > 0) await new Promise((resolve) => timers.setTimeout(resolve, RETRY_MS));
     const before = await scene(send);
     const vp = before.viewport;
     const scale = Math.min(1, MAX_WIDTH / vp.width);
-    const shot = await send('Page.captureScreenshot', {
+    const shot = await within(timers, SHOT_TIMEOUT_MS, 'NOT_ACTIONABLE', send('Page.captureScreenshot', {
       format: 'png',
       clip: { x: vp.pageX, y: vp.pageY, width: vp.width, height: vp.height, scale },
       captureBeyondViewport: false,
-    });
+    }));
     const capturedAt = now();
     const after = await scene(send);
     if (JSON.stringify(after) !== JSON.stringify(before)) continue;
@@ -95,4 +98,13 @@ export function imageRect(b, scale, size) {
   const y1 = Math.min(size.height, Math.ceil(b.y1 * scale) + 1);
   if (x1 <= x0 || y1 <= y0 || b.x1 <= b.x0 || b.y1 <= b.y0) return null;
   return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+}
+
+// within settles as promise does, or fails code after ms.
+function within(timers, ms, code, promise) {
+  let timer;
+  const expired = new Promise((_, reject) => {
+    timer = timers.setTimeout(() => reject(new CodeError(code)), ms);
+  });
+  return Promise.race([promise, expired]).finally(() => timers.clearTimeout(timer));
 }

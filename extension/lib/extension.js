@@ -147,7 +147,7 @@ export function createExtension(chrome, {
       const tab = await gates.authorize(conn, lease, gate);
       const send = (method, p) => gates.send(gate, signal, method, p);
       const page = { documentEpoch: gate.epoch, url: tab.url, title: tab.title ?? '' };
-      return fn({ gate, send, page, request: params.request, params });
+      return fn({ gate, send, page, tab, request: params.request, params });
     });
   };
 
@@ -191,7 +191,11 @@ export function createExtension(chrome, {
     });
   }
 
-  const sleep = (ms) => new Promise((resolve) => timers.setTimeout(resolve, ms));
+  async function shoot(ctx, page) {
+    const shot = await capture(ctx.send, encodeImage, { now, timers });
+    if (shot.documentEpoch !== page.documentEpoch) fail('STALE_TARGET');
+    return { ...shot, url: page.url };
+  }
 
   const inputMethod = (kind) => leased(
     (p) => input.checkRequest(kind, p.request),
@@ -218,11 +222,13 @@ export function createExtension(chrome, {
       (ctx) => oneDocument(ctx, (page) => ax.find(ctx.send, page, ctx.request.name, ctx.request.role)),
     ),
     'frames.list': leased(onlyLease, frameList),
-    capture: leased(onlyLease, (ctx) => oneDocument(ctx, async (page) => {
-      const shot = await capture(ctx.send, encodeImage, { now, sleep });
-      if (shot.documentEpoch !== page.documentEpoch) fail('STALE_TARGET');
-      return { ...shot, url: page.url };
-    })),
+    capture: leased(onlyLease, async (ctx) => {
+      // Chromium never answers a screenshot of a tab that is not shown.
+      const win = ctx.tab.windowId === undefined ? undefined : await chrome.windows.get(ctx.tab.windowId).catch(() => undefined);
+      if (!ctx.tab.active || win?.state === 'minimized') fail('NOT_ACTIONABLE');
+      return oneDocument(ctx, (page) => shoot(ctx, page));
+    }),
+
     cdp: leased((p) => checkCdp(p.method, p.params), ({ send, params }) => send(params.method, params.params)),
     'input.click': inputMethod('click'),
     'input.text': inputMethod('text'),
