@@ -136,6 +136,19 @@ func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
 		}
 	})
 
+	t.Run("xhtml", func(t *testing.T) {
+		// XML documents name their elements in lower case.
+		tab, _ := s.Tab(t, s.Pages.URL("/xhtml"))
+		lx := s.Claim(t, "s", tab)
+		shot, img := capture(t, s, lx.ID)
+		if shot.Redaction.Regions != 1 {
+			t.Errorf("redaction %+v, want the other site's frame", shot.Redaction)
+		}
+		if c := allOf(img, box{20, 60, 150, 100}); c != "black" {
+			t.Errorf("the other site's frame in an XHTML page: %s, want black", c)
+		}
+	})
+
 	t.Run("hidden tab", func(t *testing.T) {
 		s.Browser.OpenTab(t, s.Pages.URL("/counter")) // now in front of the leased tab
 		start := time.Now()

@@ -14,6 +14,7 @@ const RETRY_MS = 60;
 // A screenshot of a tab that stops being shown never answers; give up well
 // before the broker's 10 s deadline.
 const SHOT_TIMEOUT_MS = 5000;
+export const MAX_BRANCHES = 256; // frame owners in the main document
 
 // capture takes one screenshot. send is the gated debugger seam; encode(png,
 // size, rects, quality) draws the PNG at size, paints rects black and returns
@@ -61,6 +62,7 @@ export async function capture(send, encode, { now, timers }) {
 // scene is what the image depends on besides pixels.
 async function scene(send) {
   const topo = await topology(send);
+  if (topo.branches.length > MAX_BRANCHES) fail('UNSUPPORTED_CAPABILITY'); // too many boxes to read one by one
   const { cssVisualViewport: v } = await send('Page.getLayoutMetrics', {});
   // Under pinch zoom the boxes and the clip would not agree; refuse rather
   // than guess.

@@ -11,7 +11,7 @@
 // foreign: we cannot tell what it shows.
 import { CodeError, fail } from './errors.js';
 
-export const BUDGET = { frames: 256, depth: 32, owners: 256 };
+export const BUDGET = { frames: 256, depth: 32 };
 
 // Elements that can show another document or a plugin.
 const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCEDFRAME', 'PORTAL']);
@@ -68,7 +68,8 @@ export async function topology(send, { describe = false } = {}) {
     cdi.index?.forEach((node, k) => content.set(node, cdi.value[k]));
     const out = [];
     names.forEach((name, i) => {
-      if (OWNER_NAMES.has(str(name)) || content.has(i)) out.push({ owner: backend[i], content: content.get(i) });
+      // XML documents (XHTML, SVG) report tag names in lower case.
+      if (OWNER_NAMES.has(str(name)?.toUpperCase()) || content.has(i)) out.push({ owner: backend[i], content: content.get(i) });
     });
     return out;
   }
@@ -102,9 +103,7 @@ export async function topology(send, { describe = false } = {}) {
     return { clean, count };
   }
 
-  const top = owners(rootDoc);
-  if (top.length > BUDGET.owners) fail('UNSUPPORTED_CAPABILITY'); // too many to redact one by one
-  const branches = top.map((o) => {
+  const branches = owners(rootDoc).map((o) => {
     const { clean, count } = visit(o, root.frameId, 0);
     return { owner: o.owner, foreign: !clean, frames: count };
   });

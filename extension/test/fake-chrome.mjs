@@ -140,6 +140,11 @@ export function fakeChrome() {
         const w = c.windows_.find((x) => x.id === id);
         if (w) w.closed = true;
       },
+      get: async (id) => {
+        const w = c.windows_.find((x) => x.id === id && !x.closed);
+        if (!w) throw new Error(`No window with id: ${id}.`);
+        return { ...w };
+      },
     },
     // Test helpers.
     addTab(id, url, title = `Tab ${id}`) {
@@ -169,12 +174,14 @@ export function fakeChrome() {
 }
 
 // setup starts an extension on the fake and returns the pieces tests use.
-export async function setup({ welcome = true, personal = false } = {}) {
+// encodeImage stands in for the canvas encoder (Node has none).
+export async function setup({ welcome = true, personal = false, encodeImage } = {}) {
   const chrome = fakeChrome();
   const timers = new FakeTimers();
   let n = 0;
   const ext = createExtension(chrome, {
     timers,
+    encodeImage,
     now: () => timers.now,
     uuid: () => `uuid-${++n}`,
     navigator: { userAgent: 'Mozilla/5.0 Chrome/156.0.8078.108 Safari/537.36', userAgentData: { brands: [{ brand: 'Chromium', version: '156' }, { brand: 'Not-A.Brand', version: '24' }] } },
@@ -224,4 +231,100 @@ export async function setup({ welcome = true, personal = false } = {}) {
     return { lease, response: t.port.response(id) };
   };
   return t;
+}
+
+// serveFrames answers the frame, snapshot, box and screenshot commands of
+// tabId from a compact page description, read afresh on every command so a
+// test can change the page between two reads:
+//
+//   page = {url, origin, loaderId?, viewport?, frames: [frame...]}
+//   frame = {owner, origin?, local?, id?, name?, box?, frames?}
+//     owner   the backendNodeId of the owner element in its parent document
+//     local   false: out of process. Page.getFrameTree and the snapshot leave
+//             it and all below it out; only DOM.describeNode knows its ID.
+//     origin  securityOrigin of an in-process frame ("://" for about:blank)
+//     box     [x, y, width, height] of the owner's border box in viewport CSS
+//             px; null or absent: not rendered (DOM.getBoxModel throws)
+//     name    the owner's nodeName, IFRAME unless given
+//   viewport  cssVisualViewport fields; defaults 1000x800 at 0,0, scale 1
+//
+// Frame IDs default to C<owner>, the root's to F<tabId>. Screenshots answer
+// "png1", "png2", ... in order.
+export function serveFrames(chrome, tabId, page) {
+  const rootId = () => `F${tabId}`;
+  const idOf = (f) => f.id ?? `C${f.owner}`;
+  const urlOf = (origin) => (origin === '://' ? 'about:blank' : `${origin}/`);
+  const all = (frames = page.frames ?? []) => frames.flatMap((f) => [f, ...all(f.frames ?? [])]);
+  const shots = { n: 0 };
+
+  chrome.cdp.set('Page.getFrameTree', () => {
+    const tree = (f, parentId) => ({
+      frame: { id: idOf(f), parentId, loaderId: `L-${idOf(f)}`, url: urlOf(f.origin), securityOrigin: f.origin },
+      childFrames: (f.frames ?? []).filter((c) => c.local !== false).map((c) => tree(c, idOf(f))),
+    });
+    const root = { frame: { id: rootId(), loaderId: page.loaderId ?? 'L1', url: page.url, securityOrigin: page.origin } };
+    const kids = (page.frames ?? []).filter((c) => c.local !== false).map((c) => tree(c, rootId()));
+    return { frameTree: kids.length ? { ...root, childFrames: kids } : root };
+  });
+
+  chrome.cdp.set('DOMSnapshot.captureSnapshot', ({ computedStyles }) => {
+    if (!Array.isArray(computedStyles)) throw new Error('computedStyles required');
+    const strings = [];
+    const s = (v) => {
+      const i = strings.indexOf(v);
+      return i >= 0 ? i : strings.push(v) - 1;
+    };
+    const documents = [];
+    let backend = 100000; // non-owner nodes
+    // doc adds a document with html > body > (a div, a shadow root) holding
+    // the owners, and returns its index.
+    function doc(frameId, url, frames) {
+      const k = documents.length;
+      const nodes = { parentIndex: [], nodeType: [], nodeName: [], backendNodeId: [], contentDocumentIndex: { index: [], value: [] } };
+      documents.push({ documentURL: s(url), frameId: s(frameId), nodes });
+      const add = (parent, type, name, id = ++backend) => {
+        nodes.parentIndex.push(parent);
+        nodes.nodeType.push(type);
+        nodes.nodeName.push(s(name));
+        nodes.backendNodeId.push(id);
+        return nodes.parentIndex.length - 1;
+      };
+      add(-1, 9, '#document');
+      const html = add(0, 1, 'HTML');
+      const body = add(html, 1, 'BODY');
+      add(body, 1, 'DIV');
+      const shadow = add(body, 11, '#document-fragment'); // shadow trees are flattened in
+      (frames ?? []).forEach((f, i) => {
+        const node = add(i % 2 ? shadow : body, 1, f.name ?? 'IFRAME', f.owner);
+        if (f.local === false) return;
+        const content = doc(idOf(f), urlOf(f.origin), f.frames);
+        nodes.contentDocumentIndex.index.push(node);
+        nodes.contentDocumentIndex.value.push(content);
+      });
+      return k;
+    }
+    doc(rootId(), page.url, page.frames);
+    return { documents, strings };
+  });
+
+  chrome.cdp.set('DOM.getBoxModel', ({ backendNodeId }) => {
+    const f = all().find((x) => x.owner === backendNodeId);
+    if (!f?.box) throw new Error('Could not compute box model.');
+    const [x, y, w, h] = f.box;
+    const quad = [x, y, x + w, y, x + w, y + h, x, y + h];
+    return { model: { content: quad, padding: quad, border: quad, margin: quad, width: w, height: h } };
+  });
+
+  chrome.cdp.set('DOM.describeNode', ({ backendNodeId }) => {
+    const f = all().find((x) => x.owner === backendNodeId);
+    if (!f) throw new Error('No node with given id found');
+    return { node: { backendNodeId, nodeType: 1, nodeName: f.name ?? 'IFRAME', frameId: idOf(f) } };
+  });
+
+  chrome.cdp.set('Page.getLayoutMetrics', () => ({
+    cssVisualViewport: { offsetX: 0, offsetY: 0, clientWidth: 1000, clientHeight: 800, pageX: 0, pageY: 0, scale: 1, zoom: 1, ...page.viewport },
+  }));
+
+  chrome.cdp.set('Page.captureScreenshot', () => ({ data: `png${++shots.n}` }));
+  return shots;
 }

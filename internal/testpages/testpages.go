@@ -18,10 +18,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 )
 
-//go:embed pages/*.html
+//go:embed pages/*.html pages/*.xhtml
 var pagesFS embed.FS
 
 // The pages served at each path, from pages/<name>.html. The big page and
@@ -42,13 +43,16 @@ var (
 		"/frames": template.Must(template.ParseFS(pagesFS, "pages/frames.html")),
 		"/nested": template.Must(template.ParseFS(pagesFS, "pages/nested.html")),
 		"/moving": template.Must(template.ParseFS(pagesFS, "pages/moving.html")),
+		// Served as application/xhtml+xml: an XML document, whose elements
+		// Chromium names in lower case.
+		"/xhtml": template.Must(template.ParseFS(pagesFS, "pages/xhtml.xhtml")),
 	}
 	bigHTML = renderBig()
 )
 
 // Paths lists the paths of the pages, in a stable order.
 func Paths() []string {
-	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/big", "/nav", "/frames", "/nested", "/moving"}
+	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/big", "/nav", "/frames", "/nested", "/moving", "/xhtml"}
 }
 
 // Counts of the elements on /big.
@@ -133,6 +137,11 @@ func (s *Server) handler() http.Handler {
 			})
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			if strings.HasSuffix(page.Name(), ".xhtml") {
+				w.Header().Set("Content-Type", "application/xhtml+xml; charset=utf-8")
+				w.Write(buf.Bytes())
 				return
 			}
 			writeHTML(w, buf.Bytes())

@@ -43,6 +43,7 @@ func TestPages(t *testing.T) {
 		{"/frames", []string{`src="/swatch"`, `src="{other}/swatch"`, `src="{other-site}/swatch"`, `src="/nested"`, "sandbox srcdoc=", "mode: 'closed'"}},
 		{"/nested", []string{`src="{other}/swatch"`}},
 		{"/moving", []string{`id="slide"`, `id="glide"`, `src="{other}/swatch"`}},
+		{"/xhtml", []string{`xmlns="http://www.w3.org/1999/xhtml"`, `src="{other-site}/swatch"`}},
 	}
 	if len(tests) != len(testpages.Paths()) {
 		t.Fatalf("the test covers %d pages, Paths lists %d", len(tests), len(testpages.Paths()))
@@ -59,7 +60,11 @@ func TestPages(t *testing.T) {
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("GET %s: %s", u, resp.Status)
 				}
-				if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+				want := "text/html; charset=utf-8"
+				if tc.path == "/xhtml" {
+					want = "application/xhtml+xml; charset=utf-8"
+				}
+				if ct := resp.Header.Get("Content-Type"); ct != want {
 					t.Errorf("GET %s: Content-Type %q", u, ct)
 				}
 				for _, w := range tc.want {
@@ -71,7 +76,7 @@ func TestPages(t *testing.T) {
 						t.Errorf("GET %s: body lacks %q", u, w)
 					}
 				}
-				if strings.Contains(body, "http://") && !slices.Contains([]string{"/nav", "/frames", "/nested", "/moving"}, tc.path) {
+				if strings.Contains(body, "http://") && !slices.Contains([]string{"/nav", "/frames", "/nested", "/moving", "/xhtml"}, tc.path) {
 					t.Errorf("GET %s: the page refers to an external resource", u)
 				}
 			}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -59,12 +60,12 @@ type browserEnv struct {
 	tabs map[string]*benchTab
 }
 
-// startBrowserEnv starts the stack in personal mode and opens /form, /big
-// and /counter, each in its own tab with its own direct CDP session.
+// startBrowserEnv starts the stack in personal mode and opens /form, /big,
+// /counter and /frames, each in its own tab with its own direct CDP session.
 func startBrowserEnv(tb testing.TB) *browserEnv {
 	tb.Helper()
 	e := &browserEnv{s: stack.Start(tb, "--access-mode=personal"), tabs: map[string]*benchTab{}}
-	for _, path := range []string{"/form", "/big", "/counter"} {
+	for _, path := range []string{"/form", "/big", "/counter", "/frames"} {
 		t := &benchTab{path: path}
 		t.handle, t.target = e.s.Tab(tb, e.s.Pages.URL(path))
 		t.cdp = e.s.Browser.TargetCtx(tb, t.target)
@@ -532,7 +533,7 @@ func BenchmarkBrowser(b *testing.B) {
 		})
 	}
 
-	for _, pg := range []string{"/form", "/big", "/counter"} {
+	for _, pg := range []string{"/form", "/big", "/counter", "/frames"} {
 		t := e.tabs[pg]
 		b.Run("page="+pg[1:], func(b *testing.B) {
 			e.front(b, t)
@@ -596,6 +597,24 @@ func BenchmarkBrowser(b *testing.B) {
 					}},
 				)
 			}
+
+			group(b, "op=capture",
+				path{"broker", func(b *testing.B) {
+					var shot browser.Screenshot
+					for range b.N {
+						shot = e.brokerCapture(b, leaseID)
+					}
+					b.ReportMetric(float64(len(shot.Data)), "b64-B/op")
+					b.ReportMetric(float64(shot.Redaction.Regions), "regions/op")
+				}},
+				path{"cdp", func(b *testing.B) {
+					var n int
+					for range b.N {
+						n = base64.StdEncoding.EncodedLen(len(cdpCapture(b, t)))
+					}
+					b.ReportMetric(float64(n), "b64-B/op")
+				}},
+			)
 
 			if _, ok := clickCases[pg]; !ok {
 				return
@@ -710,4 +729,35 @@ func TestBrowserBenchPaths(t *testing.T) {
 		}
 		e.release(t, leaseID)
 	}
+}
+
+// brokerCapture takes a screenshot through the product: the extension reads
+// the frames, viewport and boxes twice, takes a PNG, redacts and encodes a
+// JPEG in the service worker.
+func (e *browserEnv) brokerCapture(tb testing.TB, leaseID string) browser.Screenshot {
+	tb.Helper()
+	raw, err := e.s.Call(tb, "browser.capture", map[string]any{"sessionId": benchSession, "leaseId": leaseID})
+	if err != nil {
+		tb.Fatalf("browser.capture: %v", err)
+	}
+	var shot browser.Screenshot
+	if err := json.Unmarshal(raw, &shot); err != nil {
+		tb.Fatal(err)
+	}
+	return shot
+}
+
+// cdpCapture is what a tool without redaction does: one JPEG of the visual
+// viewport at quality 70, the same clip and scale as the extension's.
+func cdpCapture(tb testing.TB, t *benchTab) []byte {
+	tb.Helper()
+	m := cdpCall(tb, t, page.GetLayoutMetrics, cdp.Empty{})
+	vp := m.CSSVisualViewport
+	scale := math.Min(1, 1200/vp.ClientWidth)
+	shot := cdpCall(tb, t, page.CaptureScreenshot, page.CaptureScreenshotParams{
+		Format: page.CaptureScreenshotFormatJpeg, Quality: new(int64(70)),
+		Clip:                  &page.Viewport{X: vp.PageX, Y: vp.PageY, Width: vp.ClientWidth, Height: vp.ClientHeight, Scale: scale},
+		CaptureBeyondViewport: new(false),
+	})
+	return shot.Data
 }
