@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -729,6 +730,18 @@ func TestBrowserBenchPaths(t *testing.T) {
 		}
 		e.release(t, leaseID)
 	}
+
+	// Both capture paths give a JPEG of the same size; the broker's paints
+	// the five foreign frame branches of /frames.
+	frames := e.tabs["/frames"]
+	e.front(t, frames)
+	leaseID = e.claim(t, frames)
+	shot := e.brokerCapture(t, leaseID)
+	direct := cdpCapture(t, frames)
+	if shot.Redaction.Regions != 5 || !bytes.HasPrefix(direct, []byte{0xFF, 0xD8, 0xFF}) {
+		t.Fatalf("capture of /frames: redaction %+v; direct data starts % x", shot.Redaction, direct[:min(3, len(direct))])
+	}
+	e.release(t, leaseID)
 }
 
 // brokerCapture takes a screenshot through the product: the extension reads
