@@ -245,8 +245,16 @@ func (p *peer) handleHello(req *rpc.Request) (any, error) {
 			p.hello = nil
 			return nil, wire.Err(code)
 		}
-		req.OnReply(func() { p.s.ready(p) })
 	}
+	req.OnReply(func() {
+		// With the welcome queued, the peer may use what it offers.
+		if slices.Contains(h.Capabilities, wire.CapOrderedIDs) {
+			p.conn.OrderIncoming()
+		}
+		if h.Role == wire.RoleProvider {
+			p.s.ready(p)
+		}
+	})
 	if h.Role == wire.RoleClient && p.s.cfg.Admission == AdmissionPrompt {
 		// Pending until the owner answers; the question goes out now.
 		p.adm = newAdmission()

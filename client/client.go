@@ -77,6 +77,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		Role:                 wire.RoleClient,
 		Token:                token,
 		JournalKey:           opts.JournalKey,
+		Capabilities:         []string{wire.CapOrderedIDs}, // rpc.Conn.Call numbers its requests 1, 2, 3, …
 		RequiredCapabilities: opts.RequiredCapabilities,
 	}
 	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -96,6 +97,9 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("the broker does not offer %s: upgrade the broker", strings.Join(missing, ", "))
 	}
 	c.welcome = w
+	if slices.Contains(w.Capabilities, wire.CapOrderedIDs) {
+		c.conn.OrderIncoming()
+	}
 	if opts.AdmissionWait > 0 && slices.Contains(w.Capabilities, wire.CapAdmission) {
 		if err := c.waitAdmission(ctx, opts); err != nil {
 			c.Close()

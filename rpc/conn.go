@@ -6,7 +6,9 @@
 //
 //   - Every accepted incoming transport ID is remembered for the connection's
 //     life. A reused ID closes the connection without dispatching; reaching
-//     [Limits.MaxSeenIDs] closes it rather than forgetting an ID.
+//     [Limits.MaxSeenIDs] closes it rather than forgetting an ID. In ordered
+//     mode ([Conn.OrderIncoming]) IDs must increase instead, and the highest
+//     one is all there is to remember.
 //   - At most [Limits.MaxInFlight] requests run per direction. Excess incoming
 //     requests are answered QUEUE_FULL at once; excess outgoing calls fail
 //     locally with QUEUE_FULL.
@@ -106,6 +108,9 @@ var (
 	ErrReusedID = errors.New("rpc: peer reused a transport ID")
 	// ErrTooManyIDs means the peer exhausted the connection's transport IDs.
 	ErrTooManyIDs = errors.New("rpc: peer exhausted the connection's transport IDs")
+	// ErrIDOutOfOrder means a peer in ordered mode sent a transport ID that
+	// is not a decimal integer above every one it sent before.
+	ErrIDOutOfOrder = errors.New("rpc: peer sent a transport ID out of order")
 	// ErrSlowConsumer means the peer stopped reading and output backed up.
 	ErrSlowConsumer = errors.New("rpc: peer is not reading; output buffer full")
 )
@@ -132,6 +137,8 @@ type Conn struct {
 	incoming map[string]context.CancelFunc  // running handlers by ID
 	pending  map[string]chan *wire.Envelope // outgoing calls by ID
 	nextID   uint64
+	ordered  bool   // incoming IDs must increase (OrderIncoming)
+	highest  uint64 // the highest incoming ID accepted in ordered mode
 	handlers sync.WaitGroup
 }
 
@@ -300,11 +307,20 @@ func (c *Conn) accept(env *wire.Envelope) error {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrReusedID, env.ID)
 	}
-	if len(c.seen) >= c.limits.MaxSeenIDs {
-		c.mu.Unlock()
-		return ErrTooManyIDs
+	if c.ordered {
+		n, ok := OrderedID(env.ID)
+		if !ok || n <= c.highest {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: %q after %d", ErrIDOutOfOrder, env.ID, c.highest)
+		}
+		c.highest = n
+	} else {
+		if len(c.seen) >= c.limits.MaxSeenIDs {
+			c.mu.Unlock()
+			return ErrTooManyIDs
+		}
+		c.seen[env.ID] = struct{}{}
 	}
-	c.seen[env.ID] = struct{}{}
 	if len(c.incoming) >= c.limits.MaxInFlight {
 		c.mu.Unlock()
 		return c.sendReply(wire.Failure(env.ID, wire.CodeQueueFull), nil)
@@ -457,6 +473,33 @@ func (c *Conn) writeLoop() {
 	}
 }
 
+// MaxOrderedID is the largest transport ID of ordered mode: the largest
+// integer a JavaScript number holds exactly.
+const MaxOrderedID = 1<<53 - 1
+
+// OrderedID parses a transport ID of ordered mode: a decimal integer from 1
+// to MaxOrderedID without leading zeros.
+func OrderedID(id string) (uint64, bool) {
+	if id == "" || len(id) > 16 || id[0] == '0' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	return n, err == nil && n <= MaxOrderedID
+}
+
+// OrderIncoming switches the connection to ordered transport IDs
+// (capability transport.ordered-ids.v1, once both peers offered it): from
+// now on an incoming request's ID must be a decimal integer greater than
+// every ID accepted since the switch, and not one accepted before it. A
+// reused or lower ID still closes the connection without dispatching, but
+// nothing needs to be remembered beyond the highest ID, so
+// [Limits.MaxSeenIDs] no longer ends the connection.
+func (c *Conn) OrderIncoming() {
+	c.mu.Lock()
+	c.ordered = true
+	c.mu.Unlock()
+}
+
 // Call sends a request and waits for its response. It returns the success
 // value, or a *wire.Error carrying the response's code. If ctx ends first, a
 // cancel is sent and the late reply will be ignored.
@@ -469,15 +512,20 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		}
 	}
 	ch := make(chan *wire.Envelope, 1)
+	// IDs are 1, 2, 3, … and go out in that order (the ID is taken and the
+	// request queued under c.order), as a peer in ordered mode requires.
+	c.order.Lock()
 	c.mu.Lock()
 	select {
 	case <-c.closed:
 		c.mu.Unlock()
+		c.order.Unlock()
 		return nil, wire.Err(wire.CodeConnectionLost)
 	default:
 	}
 	if len(c.pending) >= c.limits.MaxInFlight {
 		c.mu.Unlock()
+		c.order.Unlock()
 		return nil, wire.Err(wire.CodeQueueFull)
 	}
 	c.nextID++
@@ -492,10 +540,13 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 	}
 	req, err := wire.Encode(wire.Request(id, method, data))
 	if err != nil {
+		c.order.Unlock()
 		forget()
 		return nil, err
 	}
-	if err := c.enqueue(req); err != nil {
+	err = c.push(req)
+	c.order.Unlock()
+	if err != nil {
 		forget()
 		if errors.Is(err, ErrClosed) {
 			return nil, wire.Err(wire.CodeConnectionLost)

@@ -416,3 +416,105 @@ func TestOnReplyOrdersLaterFramesAfterTheReply(t *testing.T) {
 		<-c.Done()
 	}
 }
+
+func TestOrderedIDsGoPastTheSeenCap(t *testing.T) {
+	h := newHandler()
+	c, p := start(t, h, rpc.Limits{MaxSeenIDs: 100})
+	p.request("hello-uuid", "void") // before the switch, IDs are any strings
+	if env := p.read(); !env.OK {
+		t.Fatalf("first: %+v", env)
+	}
+	c.OrderIncoming()
+	// Three times the cap of remembered IDs, with gaps: nothing is remembered
+	// but the highest.
+	const window = 16
+	n := 0
+	for id := 1; id <= 300; id += 3 * window {
+		for j := range window {
+			p.request(strconv.Itoa(id+3*j), "void")
+			n++
+		}
+		for range window {
+			if env := p.read(); env == nil || !env.OK {
+				t.Fatalf("increasing ID refused: %+v (%v)", env, c.Err())
+			}
+		}
+	}
+	if got := h.calls.Load(); got != int64(n+1) {
+		t.Fatalf("dispatched %d, want %d", got, n+1)
+	}
+	p.request(strconv.Itoa(rpc.MaxOrderedID), "void")
+	if env := p.read(); env == nil || !env.OK {
+		t.Fatalf("the largest ordered ID refused: %+v", env)
+	}
+}
+
+func TestOrderedIDsRefuseReuseAndDisorder(t *testing.T) {
+	for _, tc := range []struct{ name, first, next string }{
+		{"reuse", "5", "5"},
+		{"lower", "5", "4"},
+		{"an ID from before the switch", "5", "7"}, // 7 was accepted unordered
+		{"leading zero", "5", "06"},
+		{"not a number", "5", "six"},
+		{"negative", "5", "-6"},
+		{"past the largest", "5", strconv.FormatUint(rpc.MaxOrderedID+1, 10)},
+		{"zero", "", "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHandler()
+			c, p := start(t, h, rpc.Limits{})
+			p.request("7", "void")
+			p.read()
+			c.OrderIncoming()
+			want := int64(1)
+			if tc.first != "" {
+				p.request(tc.first, "void")
+				if env := p.read(); env == nil || !env.OK {
+					t.Fatalf("first: %+v", env)
+				}
+				want++
+			}
+			p.request(tc.next, "void")
+			if env := p.read(); env != nil {
+				t.Fatalf("%q after %q was answered: %+v", tc.next, tc.first, env)
+			}
+			<-c.Done()
+			if !errors.Is(c.Err(), rpc.ErrIDOutOfOrder) && !errors.Is(c.Err(), rpc.ErrReusedID) {
+				t.Errorf("close reason %v", c.Err())
+			}
+			if got := h.calls.Load(); got != want {
+				t.Errorf("dispatched %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestCallIDsIncreaseOnTheWire: concurrent calls reach the peer with
+// increasing IDs, as ordered mode requires.
+func TestCallIDsIncreaseOnTheWire(t *testing.T) {
+	a, b := socketPair(t)
+	c := rpc.New(a, newHandler(), rpc.Limits{}, nil)
+	go c.Run()
+	t.Cleanup(func() { c.Close() })
+	p := newRawPeer(t, b)
+	var wg sync.WaitGroup
+	const callers, each = 16, 50
+	for range callers {
+		wg.Go(func() {
+			for range each {
+				c.Call(context.Background(), "void", nil)
+			}
+		})
+	}
+	last := uint64(0)
+	for range callers * each {
+		env := p.read()
+		n, ok := rpc.OrderedID(env.ID)
+		if !ok || n <= last {
+			t.Fatalf("ID %q after %d", env.ID, last)
+		}
+		last = n
+		p.send(wire.Success(env.ID, json.RawMessage("null")))
+	}
+	wg.Wait()
+}

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/dsh-browser/broker/internal/chromium"
 	"github.com/dsh-browser/broker/internal/stack"
 	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -331,5 +335,44 @@ func TestE2EBrokerCallSession(t *testing.T) {
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("broker call session: %v\n%s", err, stderr.String())
+	}
+}
+
+// TestE2EPastTenThousandRequests: with transport.ordered-ids.v1 negotiated
+// on both connections, more than 10,000 requests pass from a client through
+// the broker to the extension without either connection closing (each
+// would close at 10,000 remembered IDs otherwise, and every lease with it).
+func TestE2EPastTenThousandRequests(t *testing.T) {
+	t.Parallel()
+	s := stack.Start(t, "--access-mode=personal")
+	if !slices.Contains(s.Client.Welcome().Capabilities, wire.CapOrderedIDs) {
+		t.Fatal("the broker did not offer ordered IDs")
+	}
+	tab, _ := s.Tab(t, s.Pages.URL("/counter"))
+	l := s.Claim(t, "s", tab)
+	const total, window = rpc.DefaultMaxSeenIDs + 100, 16
+	var failed atomic.Int64
+	for i := 0; i < total; i += window {
+		var wg sync.WaitGroup
+		for range window {
+			wg.Go(func() {
+				if _, err := s.Call(t, "browser.tabs", map[string]any{"sessionId": "s", "instanceId": s.Instance}); err != nil {
+					failed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if failed.Load() > 0 {
+			t.Fatalf("a call failed after about %d requests\nbroker:\n%s", i, s.B.Stderr)
+		}
+	}
+	// The same browser instance (its connection never closed) and the lease
+	// still stand.
+	if _, err := s.Call(t, "browser.validateLease", map[string]any{"sessionId": "s", "leaseId": l.ID}); err != nil {
+		t.Fatalf("the lease ended: %v", err)
+	}
+	raw, err := s.Call(t, "browser.instances", map[string]any{})
+	if err != nil || !strings.Contains(string(raw), s.Instance) {
+		t.Fatalf("instances %s %v, want %s still connected", raw, err, s.Instance)
 	}
 }

@@ -21,6 +21,11 @@ const (
 	CapInputNamedKeys   = "input.named-keys.v1"
 	CapPersonalTabScope = "runtime.personal-tab-scope.v1"
 	CapAdmission        = "broker.admission.v1"
+	// CapOrderedIDs: the peer's transport IDs after its hello are decimal
+	// integers that increase (1, 2, 3, …). When both hello and welcome list
+	// it, each receiver remembers only the highest ID instead of a set, so
+	// a connection is not closed after 10,000 requests (PROTOCOL.md).
+	CapOrderedIDs = "transport.ordered-ids.v1"
 )
 
 // BrokerCapabilities is what this broker implements and offers in every
@@ -29,7 +34,7 @@ const (
 // client connection (--admission=prompt).
 func BrokerCapabilities() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
-		CapJournalRecovery, CapRuntimeBatch}
+		CapJournalRecovery, CapRuntimeBatch, CapOrderedIDs}
 }
 
 // RequiredProviderCapabilities is what a provider must advertise to be

@@ -382,7 +382,12 @@ func goldenHellos() []golden {
 	}
 
 	// Keys of one role are rejected on the other.
-	add("client with capabilities", clientHello.set("capabilities", `[]`).String(), false)
+	// A client may advertise capabilities (transport.ordered-ids.v1); the
+	// list has the same grammar as a provider's.
+	add("client with capabilities", clientHello.set("capabilities", `["transport.ordered-ids.v1"]`).String(), true)
+	add("client with empty capabilities", clientHello.set("capabilities", `[]`).String(), true)
+	add("client with a repeated capability", clientHello.set("capabilities", `["a.v1","a.v1"]`).String(), false)
+	add("client with a non-string capability", clientHello.set("capabilities", `[1]`).String(), false)
 	add("client with instance", clientHello.set("instance", instance.String()).String(), false)
 	add("provider with journalKey", providerHello.set("journalKey", jstr(strings.Repeat("a", 64))).String(), false)
 	add("client hello with role provider", clientHello.set("role", `"provider"`).String(), false)

@@ -28,7 +28,8 @@ const (
 var journalKeyPattern = regexp.MustCompile(`^[a-f0-9]{64}$`)
 
 // Hello is the payload of the first request on every connection. A client
-// hello has no Capabilities or Instance; a provider hello must have both.
+// hello has no Instance and may advertise Capabilities (the reference's
+// clients advertise none); a provider hello must have both.
 type Hello struct {
 	Bootstrap            int       `json:"bootstrap"`
 	Versions             []int     `json:"versions"`
@@ -98,7 +99,7 @@ func ParseHello(data []byte) (*Hello, error) {
 	h := &Hello{Role: role}
 	switch role {
 	case RoleClient:
-		err = onlyKeys(obj, "", "bootstrap", "versions", "role", "token", "requiredCapabilities", "journalKey")
+		err = onlyKeys(obj, "", "bootstrap", "versions", "role", "token", "requiredCapabilities", "capabilities", "journalKey")
 	case RoleProvider:
 		err = onlyKeys(obj, "", "bootstrap", "versions", "role", "token", "requiredCapabilities", "capabilities", "instance")
 	default:
@@ -158,18 +159,19 @@ func ParseHello(data []byte) (*Hello, error) {
 		h.JournalKey = s
 	}
 
-	if role == RoleProvider {
-		raw, ok := obj["capabilities"]
-		if !ok {
-			return nil, missing("capabilities")
-		}
+	if raw, ok := obj["capabilities"]; ok {
 		if h.Capabilities, err = nameList(raw, "capabilities", MaxCapabilities); err != nil {
 			return nil, err
+		}
+	}
+	if role == RoleProvider {
+		if _, ok := obj["capabilities"]; !ok {
+			return nil, missing("capabilities")
 		}
 		if h.Capabilities == nil {
 			h.Capabilities = []string{}
 		}
-		raw, ok = obj["instance"]
+		raw, ok := obj["instance"]
 		if !ok {
 			return nil, missing("instance")
 		}

@@ -61,6 +61,7 @@ func Schema() schema {
 	}
 	client := helloCommon(RoleClient)
 	client["journalKey"] = schema{"type": "string", "pattern": "^[a-f0-9]{64}$"}
+	client["capabilities"] = nameListSchema()
 	provider := helloCommon(RoleProvider)
 	provider["capabilities"] = nameListSchema()
 	provider["instance"] = obj(schema{

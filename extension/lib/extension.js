@@ -2,7 +2,7 @@
 // passes the real one, the Node tests a fake. Listeners are registered
 // synchronously, as MV3 requires of a service worker's first turn.
 import { fail, isObject, orFail } from './errors.js';
-import { createTransport } from './transport.js';
+import { createTransport, ORDERED_IDS } from './transport.js';
 import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
 import { createApprovals, ADMIT_WINDOW } from './approval.js';
 import * as ax from './ax.js';
@@ -13,7 +13,7 @@ import { capture } from './capture.js';
 import { encodeJpeg } from './image.js';
 
 const CAPABILITIES = ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1',
-  'frames.list.v1', 'capture.v1'];
+  'frames.list.v1', 'capture.v1', ORDERED_IDS];
 const REQUIRED_CAPABILITIES = ['runtime.v1'];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';

@@ -12,6 +12,8 @@ export const MAX_VALUE_BYTES = 900000;
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_MAX_MS = 30000;
 const PERSONAL_MODE = 'broker.personal-mode.v1';
+export const ORDERED_IDS = 'transport.ordered-ids.v1';
+const ORDERED_ID = /^[1-9][0-9]{0,15}$/;
 
 const utf8 = new TextEncoder();
 
@@ -30,7 +32,9 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
       welcomed: false,
       closed: false,
       personal: false,
-      ids: new Set(), // every request ID seen on this connection
+      ids: new Set(), // every request ID seen on this connection (before ordered mode)
+      ordered: false, // transport.ordered-ids.v1 negotiated
+      highest: 0, // the highest request ID in ordered mode
       inFlight: new Map(), // request ID -> AbortController
       timer: null,
     };
@@ -77,6 +81,9 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
       timers.clearTimeout(conn.timer);
       conn.welcomed = true;
       conn.personal = w.capabilities.includes(PERSONAL_MODE);
+      // Both sides offered ordered IDs (our hello does): remember the
+      // highest instead of every one.
+      conn.ordered = w.capabilities.includes(ORDERED_IDS);
       backoff = BACKOFF_MIN_MS;
       return;
     }
@@ -86,8 +93,19 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
   }
 
   // remember records a request ID; reuse, or more IDs than we remember,
-  // closes the connection rather than risk dispatching something twice.
+  // closes the connection rather than risk dispatching something twice. With
+  // ordered IDs an ID must be a decimal integer above the highest so far,
+  // and nothing else needs remembering.
   function remember(conn, id) {
+    if (conn.ordered) {
+      const n = ORDERED_ID.test(id) ? Number(id) : 0;
+      if (!(n > conn.highest && n <= Number.MAX_SAFE_INTEGER) || conn.ids.has(id)) {
+        close(conn);
+        return false;
+      }
+      conn.highest = n;
+      return true;
+    }
     if (conn.ids.has(id) || conn.ids.size >= MAX_REQUEST_IDS) {
       close(conn);
       return false;

@@ -175,7 +175,7 @@ export function fakeChrome() {
 
 // setup starts an extension on the fake and returns the pieces tests use.
 // encodeImage stands in for the canvas encoder (Node has none).
-export async function setup({ welcome = true, personal = false, encodeImage } = {}) {
+export async function setup({ welcome = true, personal = false, ordered = false, encodeImage } = {}) {
   const chrome = fakeChrome();
   const timers = new FakeTimers();
   let n = 0;
@@ -194,7 +194,10 @@ export async function setup({ welcome = true, personal = false, encodeImage } = 
   if (welcome) {
     t.port.receive({
       type: 'response', id: t.hello.id, ok: true,
-      value: { version: 1, connectionEpoch: 'c1', capabilities: personal ? ['runtime.v1', 'broker.personal-mode.v1'] : ['runtime.v1'] },
+      value: {
+        version: 1, connectionEpoch: 'c1',
+        capabilities: ['runtime.v1', ...(personal ? ['broker.personal-mode.v1'] : []), ...(ordered ? ['transport.ordered-ids.v1'] : [])],
+      },
     });
   }
   let seq = 0;

@@ -13,7 +13,7 @@ test('the hello is a valid provider hello with a fresh instance per connection',
   assert.equal(t.hello.method, 'hello');
   assert.ok(validateHello(t.hello.params));
   assert.deepEqual(t.hello.params.capabilities, ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1',
-    'frames.list.v1', 'capture.v1']);
+    'frames.list.v1', 'capture.v1', 'transport.ordered-ids.v1']);
   assert.deepEqual(t.hello.params.requiredCapabilities, ['runtime.v1']);
   assert.deepEqual(t.hello.params.instance, {
     id: t.instanceId, family: 'chromium', brand: 'Chromium', version: '156.0.8078.108', profileLabel: 'Default profile',
@@ -142,6 +142,45 @@ test('10,000 request IDs are remembered; the next one closes the port', async ()
   assert.equal(t.port.sent.filter((m) => m.type === 'response' && m.ok).length, 10000);
   t.request('tabs.list', {}, 'one-more');
   assert.equal(closed(t), true);
+});
+
+test('with ordered IDs, increasing IDs go past 10,000 and nothing else is remembered', async () => {
+  const t = await setup({ ordered: true });
+  let id = 0;
+  for (let i = 0; i < 12000; i++) {
+    id += 1 + (i % 3); // gaps are fine
+    t.request('tabs.list', {}, String(id));
+    if (i % 30 === 29) await flush();
+  }
+  await flush();
+  assert.equal(closed(t), false);
+  assert.equal(t.port.sent.filter((m) => m.type === 'response' && m.ok).length, 12000);
+  t.request('tabs.list', {}, String(Number.MAX_SAFE_INTEGER));
+  await flush();
+  assert.equal(closed(t), false);
+});
+
+test('with ordered IDs, a reused, lower or malformed ID closes the port without dispatching', async () => {
+  for (const bad of ['5', '4', '06', '0', '-6', '6.5', 'six', '1e3', String(Number.MAX_SAFE_INTEGER + 2)]) {
+    const t = await setup({ ordered: true });
+    let queries = 0;
+    t.chrome.tabs.query = async () => (queries++, []);
+    t.request('tabs.list', {}, '5');
+    await flush();
+    assert.equal(closed(t), false);
+    t.request('tabs.list', {}, bad);
+    await flush();
+    assert.equal(closed(t), true, bad);
+    assert.equal(queries, 1, bad);
+  }
+});
+
+test('without ordered IDs in the welcome, the 10,000-ID set applies', async () => {
+  const t = await setup();
+  t.request('tabs.list', {}, '5');
+  t.request('tabs.list', {}, '4'); // any order, any strings
+  await flush();
+  assert.equal(closed(t), false);
 });
 
 test('success values over 900,000 bytes are answered QUEUE_FULL', async () => {
