@@ -27,6 +27,7 @@ var readOnly = map[string]bool{
 	"browser.frames":        true,
 	"browser.instances":     true,
 	"browser.observe":       true,
+	"browser.readPage":      true,
 	"browser.tabs":          true,
 	"browser.validateLease": true,
 }
@@ -41,6 +42,7 @@ var clientMethods = map[string]method{
 	"browser.frames":         runtimeMethod((*browser.Runtime).Frames),
 	"browser.instances":      (*Server).instances,
 	"browser.observe":        runtimeMethod((*browser.Runtime).Observe),
+	"browser.readPage":       runtimeMethod((*browser.Runtime).ReadPage),
 	"browser.release":        runtimeMethod((*browser.Runtime).Release),
 	"browser.releaseSession": runtimeMethod((*browser.Runtime).ReleaseSession),
 	"browser.tabs":           runtimeMethod((*browser.Runtime).Tabs),
@@ -95,6 +97,7 @@ func (s *Server) instanceList() []BrowserInstance {
 		}
 		caps["screenshot"] = p.Capable(browser.CapCapture)
 		caps["frameDiscovery"] = p.Capable(browser.CapFramesList)
+		caps["pageWindows"] = p.Capable(browser.CapAXPage)
 		out = append(out, BrowserInstance{
 			ID: in.ID, Family: in.Family, Brand: in.Brand, Version: in.Version,
 			ProfileLabel: in.ProfileLabel, Capabilities: caps,

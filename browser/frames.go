@@ -85,7 +85,14 @@ func (r *Runtime) onPage(ctx context.Context, c Client, params json.RawMessage, 
 	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) {
 		return nil, invalid()
 	}
-	l, p, prov, err := r.leased(lease.Owner{Conn: c.ConnID(), Session: in.SessionID}, in.LeaseID)
+	return r.withPage(ctx, lease.Owner{Conn: c.ConnID(), Session: in.SessionID}, in.LeaseID, capability, fn)
+}
+
+// withPage finds owner's live lease on a provider with capability (when not
+// empty) and runs fn in the page's queue under ProviderTimeout.
+func (r *Runtime) withPage(ctx context.Context, owner lease.Owner, leaseID, capability string,
+	fn func(context.Context, *lease.Lease, *page, Provider) (any, error)) (any, error) {
+	l, p, prov, err := r.leased(owner, leaseID)
 	if err != nil {
 		return nil, err
 	}

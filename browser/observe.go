@@ -77,8 +77,9 @@ type NodeRef struct {
 
 // Scope says what part of the page an observation covers.
 type Scope struct {
-	Kind  string `json:"kind"` // document or query
-	Query *Query `json:"query,omitempty"`
+	Kind    string `json:"kind"` // document, query, or subtree (browser.readPage)
+	Query   *Query `json:"query,omitempty"`
+	RootRef string `json:"rootRef,omitempty"`
 }
 
 // Query is a literal accessible-name search, optionally by role.
@@ -220,81 +221,95 @@ func (r *Runtime) checkOrigin(l *lease.Lease, pageURL string) error {
 	return nil
 }
 
-// project turns AX nodes into refs and text within the budgets. For a query
-// every match is a node, whatever its role.
+// entry is what one AX node contributes to an observation: a text
+// fragment, or an element (a control or a named region) with the identity
+// its ref stands for.
+type entry struct {
+	text    string // a text fragment, when ref is nil
+	ref     *NodeRef
+	target  target
+	size    int  // the element's share of the node budget
+	dropped bool // an element that cannot be shown (its name is too long): the observation is truncated
+}
+
+func (e *entry) region() bool { return e.ref != nil && e.ref.Kind == "region" }
+
+// entryOf classifies one AX node; ok is false for nodes that are neither
+// text nor an element. For a query every match is an element, whatever its
+// role.
+func entryOf(n axNode, query bool) (e entry, ok bool) {
+	if n.Ignored || n.Props.Hidden {
+		return e, false
+	}
+	name := strings.TrimSpace(n.Name)
+	if n.Role == "StaticText" && !query {
+		return entry{text: name}, name != ""
+	}
+	editable := n.Props.Editable != ""
+	region := regionRoles[n.Role]
+	if !query && !controlRoles[n.Role] && !(n.Props.Focusable && editable) && !(region && name != "") {
+		return e, false
+	}
+	if textLen(n.Name) > MaxNameLength || n.BackendNodeID <= 0 {
+		return entry{dropped: true}, true
+	}
+	ref := &NodeRef{Role: n.Role, Name: n.Name, Disabled: n.Props.Disabled, Editable: editable}
+	if checkableRoles[n.Role] {
+		switch n.Props.Checked {
+		case "true":
+			ref.Checked = true
+		case "mixed":
+			ref.Checked = "mixed"
+		default:
+			ref.Checked = false
+		}
+	}
+	if n.Value != nil && textLen(*n.Value) <= MaxValueLength && !region {
+		ref.Value = n.Value
+	}
+	if region && !controlRoles[n.Role] {
+		ref.Kind = "region"
+	}
+	size := len(n.Name) + 64
+	if ref.Value != nil {
+		size += len(*ref.Value)
+	}
+	t := target{BackendNodeID: n.BackendNodeID, Role: n.Role, Name: n.Name, editable: editable, region: ref.Kind == "region"}
+	return entry{ref: ref, target: t, size: size}, true
+}
+
+// project turns AX nodes into refs and text within the budgets.
 func project(obs *Observation, p *page, nodes []axNode, query bool) {
 	controls, regions, nodeBytes, textBytes := 0, 0, 0, 0
 	for _, n := range nodes {
-		if n.Ignored || n.Props.Hidden {
-			continue
-		}
-		name := strings.TrimSpace(n.Name)
-		if n.Role == "StaticText" && !query {
-			if name == "" {
-				continue
-			}
-			if len(obs.Text) >= MaxTextFragment || textBytes+len(name) > MaxTextBytes {
-				obs.Truncated = true
-				continue
-			}
-			textBytes += len(name)
-			obs.Text = append(obs.Text, name)
-			continue
-		}
-		editable := n.Props.Editable != ""
-		region := regionRoles[n.Role]
+		e, ok := entryOf(n, query)
 		switch {
-		case query:
-		case controlRoles[n.Role] || (n.Props.Focusable && editable):
-			if controls >= MaxControls {
+		case !ok:
+			continue
+		case e.dropped:
+			obs.Truncated = true
+			continue
+		case e.ref == nil:
+			if len(obs.Text) >= MaxTextFragment || textBytes+len(e.text) > MaxTextBytes {
 				obs.Truncated = true
 				continue
 			}
-		case region && name != "":
-			if regions >= MaxRegions {
-				obs.Truncated = true
-				continue
-			}
-		default:
+			textBytes += len(e.text)
+			obs.Text = append(obs.Text, e.text)
 			continue
 		}
-		if textLen(n.Name) > MaxNameLength || n.BackendNodeID <= 0 {
+		if (e.region() && regions >= MaxRegions) || (!e.region() && controls >= MaxControls) || nodeBytes+e.size > MaxNodeBytes {
 			obs.Truncated = true
 			continue
 		}
-		ref := NodeRef{Role: n.Role, Name: n.Name, Disabled: n.Props.Disabled, Editable: editable}
-		if checkableRoles[n.Role] {
-			switch n.Props.Checked {
-			case "true":
-				ref.Checked = true
-			case "mixed":
-				ref.Checked = "mixed"
-			default:
-				ref.Checked = false
-			}
-		}
-		if n.Value != nil && textLen(*n.Value) <= MaxValueLength && !region {
-			ref.Value = n.Value
-		}
-		if region && !controlRoles[n.Role] {
-			ref.Kind = "region"
-		}
-		size := len(n.Name) + 64
-		if ref.Value != nil {
-			size += len(*ref.Value)
-		}
-		if nodeBytes+size > MaxNodeBytes {
-			obs.Truncated = true
-			continue
-		}
-		nodeBytes += size
-		ref.ID = p.ref(target{BackendNodeID: n.BackendNodeID, Role: n.Role, Name: n.Name, editable: editable, region: ref.Kind == "region"})
-		if ref.Kind == "region" {
+		nodeBytes += e.size
+		e.ref.ID = p.ref(e.target)
+		if e.region() {
 			regions++
 		} else {
 			controls++
 		}
-		obs.Nodes = append(obs.Nodes, ref)
+		obs.Nodes = append(obs.Nodes, *e.ref)
 	}
 }
 

@@ -40,18 +40,21 @@ type page struct {
 	refs     map[string]*target
 	byKey    map[targetKey]string
 	frames   map[string]string // provider frame ID -> public frame ID
-	wake     chan struct{}     // closed and replaced when the provider reports a change
+	// traversals are the page readings that can go on, by continuation.
+	traversals map[string]*traversal
+	wake       chan struct{} // closed and replaced when the provider reports a change
 }
 
 func newPage(l *lease.Lease, epoch string) *page {
 	return &page{
-		lease:  l,
-		queue:  make(chan struct{}, 1),
-		epoch:  epoch,
-		refs:   make(map[string]*target),
-		byKey:  make(map[targetKey]string),
-		frames: make(map[string]string),
-		wake:   make(chan struct{}),
+		lease:      l,
+		queue:      make(chan struct{}, 1),
+		epoch:      epoch,
+		refs:       make(map[string]*target),
+		byKey:      make(map[targetKey]string),
+		frames:     make(map[string]string),
+		traversals: make(map[string]*traversal),
+		wake:       make(chan struct{}),
 	}
 }
 

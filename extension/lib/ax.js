@@ -11,9 +11,10 @@ const utf8 = new TextEncoder();
 
 // A Reader holds one read's budgets and its output.
 class Reader {
-  constructor(send, page) {
+  constructor(send, page, maxCalls = BUDGET.calls) {
     this.send = send;
     this.calls = 0;
+    this.maxCalls = maxCalls;
     this.nodes = [];
     this.truncated = false;
     // Node JSON is capped at 1 MiB, and further so that the whole value
@@ -34,7 +35,7 @@ class Reader {
   }
 
   get canCall() {
-    return this.calls < BUDGET.calls;
+    return this.calls < this.maxCalls;
   }
 
   // add projects a non-ignored node; false when a budget stops the read.
@@ -52,6 +53,17 @@ class Reader {
     for (const p of n.properties ?? []) {
       if (PROPS.includes(p.name) && p.value?.value !== undefined) node.props[p.name] = p.value.value;
     }
+    return this.push(node);
+  }
+
+  // addStub records an ignored node of a window: only its place in the tree.
+  addStub(n, parentAxId) {
+    const node = { axId: n.nodeId, ignored: true };
+    if (parentAxId !== undefined) node.parentAxId = parentAxId;
+    return this.push(node);
+  }
+
+  push(node) {
     const size = utf8.encode(JSON.stringify(node)).length + 1;
     if (size > this.bytesLeft) return this.stop();
     this.bytesLeft -= size;
@@ -88,74 +100,204 @@ class Reader {
 // walking through ignored nodes without returning them.
 export async function read(send, page, backendNodeId) {
   const r = new Reader(send, page);
-  const known = new Map();
-  const learn = (nodes) => nodes?.forEach((n) => known.set(n.nodeId, n));
-  let root;
-  if (backendNodeId === undefined) {
-    root = (await r.call('Accessibility.getRootAXNode', {})).node;
-  } else {
-    const res = await orFail(r.call('Accessibility.getPartialAXTree', { backendNodeId, fetchRelatives: false }), 'STALE_TARGET');
-    learn(res.nodes);
-    root = res.nodes?.find((n) => n.backendDOMNodeId === backendNodeId);
-  }
-  if (!root) fail('STALE_TARGET');
-  learn([root]);
-
-  // Children are fetched ahead for the next entries of the walk, a few at a
-  // time: the walk stays depth-first, but its CDP round trips overlap.
-  const fetched = new Map(); // AX node id -> Promise of its children, or of the error
-  const needsKids = (n, depth) => depth < BUDGET.depth && n.role?.value !== 'StaticText' && (n.childIds ?? []).some((k) => !known.has(k));
-  const fetchKids = (id) => {
-    if (!fetched.has(id) && r.canCall) {
-      fetched.set(id, r.call('Accessibility.getChildAXNodes', { id }).then((res) => res.nodes ?? [], (e) => (e instanceof Error ? e : new Error(String(e)))));
-    }
-    return fetched.get(id);
-  };
-  const stack = [{ id: root.nodeId, depth: 1, parent: undefined }];
-  while (stack.length) {
-    const { id, depth, parent } = stack.pop();
-    const n = known.get(id);
-    if (!n) continue; // a child the browser no longer reports
-    let parentOfChildren = parent;
-    if (!n.ignored) {
-      // Inline text boxes repeat their StaticText parent's name: skipping
-      // them leaves the budgets to nodes that carry something.
-      if (n.role?.value === 'InlineTextBox') continue;
-      const secret = await r.secret(n);
-      if (!r.add(n, parent, secret)) break;
-      if (secret) continue; // a password field's inner text is its value
-      parentOfChildren = n.nodeId;
-    }
-    // A StaticText's children are InlineTextBoxes, which repeat its name:
-    // fetching them would spend a third of the call budget on nothing.
-    if (n.role?.value === 'StaticText') continue;
-    const kids = n.childIds ?? [];
-    if (kids.length === 0) continue;
-    if (depth >= BUDGET.depth) {
-      r.truncated = true;
-      continue;
-    }
-    if (needsKids(n, depth)) {
-      const own = fetchKids(n.nodeId);
-      for (let j = stack.length - 1; j >= 0 && j >= stack.length - PREFETCH; j--) {
-        const next = known.get(stack[j].id);
-        if (next && needsKids(next, stack[j].depth)) fetchKids(next.nodeId);
-      }
-      const res = await own;
-      if (res === undefined) {
-        r.truncated = true; // the call budget is spent
-        continue;
-      }
-      if (res instanceof Error) {
-        if (res instanceof CodeError) throw res; // the gate, or a cancel
-        r.truncated = true; // the node went away under us: keep what we have
-        continue;
-      }
-      learn(res);
-    }
-    for (let i = kids.length - 1; i >= 0; i--) stack.push({ id: kids[i], depth: depth + 1, parent: parentOfChildren });
-  }
+  const w = new Walk(r);
+  const root = await w.root(backendNodeId);
+  await w.run([{ id: root.nodeId, depth: 1 }]);
   return r.result();
+}
+
+// WINDOW is the budget of one page window (ax.page).
+export const WINDOW = { calls: 128, maxNodes: 400 };
+
+// readWindow reads the next window of a depth-first walk: up to maxNodes
+// nodes after the node that `after` names (a chain of AX node ids from the
+// walk's root down to it), or from the root. Ignored nodes come back as
+// stubs, and every node names the node it was walked from, so that the
+// broker can resume after any node it keeps. `resume` is the chain of the
+// last node handled when the walk has more; its absence means the walk is
+// done. A chain that no longer leads down the tree is STALE_TARGET: the page
+// changed under the traversal.
+export async function readWindow(send, page, { backendNodeId, after, maxNodes }) {
+  const r = new Reader(send, page, WINDOW.calls);
+  const w = new Walk(r, { window: true, maxNodes });
+  const root = await w.root(backendNodeId);
+  const stack = [];
+  if (!after) {
+    stack.push({ id: root.nodeId, depth: 1 });
+  } else {
+    if (after[0] !== root.nodeId || after.length > BUDGET.depth) fail('STALE_TARGET');
+    let parent; // the nearest node on the chain that is returned, for AXRead's parentAxId
+    for (let j = 0; j < after.length - 1; j++) {
+      const n = w.known.get(after[j]);
+      if (!n) fail('STALE_TARGET');
+      w.walkParent.set(after[j + 1], after[j]);
+      const kids = n.childIds ?? [];
+      const i = kids.indexOf(after[j + 1]);
+      if (i < 0 || !(await w.children(n))) fail('STALE_TARGET');
+      if (!n.ignored) parent = n.nodeId;
+      // The later siblings of each level wait below the deeper levels.
+      for (let k = kids.length - 1; k > i; k--) stack.push({ id: kids[k], depth: j + 2, parent, walkParent: n.nodeId });
+    }
+    if (!w.known.has(after.at(-1))) fail('STALE_TARGET');
+    stack.push({ id: after.at(-1), depth: after.length, parent, walkParent: after.at(-2), resumed: true });
+  }
+  const more = await w.run(stack);
+  const out = { ...r.result(), truncated: r.truncated };
+  if (more) out.resume = w.chain();
+  return out;
+}
+
+// Walk is one depth-first walk. Children are fetched ahead for the next
+// entries of the walk, a few at a time: the walk stays depth-first, but its
+// CDP round trips overlap.
+class Walk {
+  constructor(r, { window = false, maxNodes = Infinity } = {}) {
+    this.r = r;
+    this.window = window;
+    this.maxNodes = maxNodes;
+    this.known = new Map(); // AX node id -> node
+    this.fetched = new Map(); // AX node id -> Promise of its children, or of the error
+    this.walkParent = new Map(); // AX node id -> the id it was walked from
+    this.last = undefined; // the last node handled completely
+  }
+
+  learn(nodes) {
+    nodes?.forEach((n) => this.known.set(n.nodeId, n));
+  }
+
+  async root(backendNodeId) {
+    let root;
+    if (backendNodeId === undefined) {
+      root = (await this.r.call('Accessibility.getRootAXNode', {})).node;
+    } else {
+      const res = await orFail(this.r.call('Accessibility.getPartialAXTree', { backendNodeId, fetchRelatives: false }), 'STALE_TARGET');
+      this.learn(res.nodes);
+      root = res.nodes?.find((n) => n.backendDOMNodeId === backendNodeId);
+    }
+    if (!root) fail('STALE_TARGET');
+    this.learn([root]);
+    return root;
+  }
+
+  needsKids(n, depth) {
+    return depth < BUDGET.depth && n.role?.value !== 'StaticText' && (n.childIds ?? []).some((k) => !this.known.has(k));
+  }
+
+  fetchKids(id) {
+    if (!this.fetched.has(id) && this.r.canCall) {
+      this.fetched.set(id, this.r.call('Accessibility.getChildAXNodes', { id })
+        .then((res) => res.nodes ?? [], (e) => (e instanceof Error ? e : new Error(String(e)))));
+    }
+    return this.fetched.get(id);
+  }
+
+  // children makes n's children known: true when they are, false when the
+  // call budget is spent or n went away.
+  async children(n) {
+    if (!(n.childIds ?? []).some((k) => !this.known.has(k))) return true;
+    const res = await this.fetchKids(n.nodeId);
+    if (res === undefined) return false;
+    if (res instanceof Error) {
+      if (res instanceof CodeError) throw res; // the gate, or a cancel
+      return false;
+    }
+    this.learn(res);
+    return true;
+  }
+
+  // chain names the last node handled, from the root down.
+  chain() {
+    const out = [];
+    for (let id = this.last; id !== undefined; id = this.walkParent.get(id)) out.unshift(id);
+    return out;
+  }
+
+  // run walks from the stack's entries; it returns true when it stopped
+  // with more to walk (a window that is full or out of calls).
+  async run(stack) {
+    const r = this.r;
+    let returned = 0;
+    while (stack.length) {
+      const entry = stack[stack.length - 1];
+      const { id, depth, parent, walkParent, resumed } = entry;
+      const n = this.known.get(id);
+      if (!n) {
+        stack.pop(); // a child the browser no longer reports
+        continue;
+      }
+      if (this.window && !resumed && returned >= this.maxNodes) return true;
+      stack.pop();
+      this.walkParent.set(id, walkParent);
+      let parentOfChildren = parent;
+      if (!n.ignored) {
+        // Inline text boxes repeat their StaticText parent's name: skipping
+        // them leaves the budgets to nodes that carry something.
+        if (n.role?.value === 'InlineTextBox') continue;
+        const secret = await r.secret(n);
+        if (!resumed) {
+          const incomplete = r.truncated;
+          if (!r.add(n, this.window ? walkParent : parent, secret)) {
+            if (!this.window) break;
+            if (returned > 0) {
+              stack.push(entry);
+              r.truncated = incomplete;
+              return true; // the window is full: the next one starts here
+            }
+            this.last = id; // a node too big for any window: skip it
+            continue;
+          }
+          returned++;
+        }
+        this.last = id;
+        if (secret) continue; // a password field's inner text is its value
+        parentOfChildren = n.nodeId;
+      } else {
+        if (this.window && !resumed) {
+          const incomplete = r.truncated;
+          if (!r.addStub(n, walkParent)) {
+            stack.push(entry);
+            r.truncated = incomplete;
+            return true;
+          }
+        }
+        this.last = id;
+      }
+      // A StaticText's children are InlineTextBoxes, which repeat its name:
+      // fetching them would spend a third of the call budget on nothing.
+      if (n.role?.value === 'StaticText') continue;
+      const kids = n.childIds ?? [];
+      if (kids.length === 0) continue;
+      if (depth >= BUDGET.depth) {
+        r.truncated = true;
+        continue;
+      }
+      if (this.needsKids(n, depth)) {
+        const own = this.fetchKids(n.nodeId);
+        for (let j = stack.length - 1; j >= 0 && j >= stack.length - PREFETCH; j--) {
+          const next = this.known.get(stack[j].id);
+          if (next && this.needsKids(next, stack[j].depth)) this.fetchKids(next.nodeId);
+        }
+        const res = await own;
+        if (res === undefined) {
+          // The call budget is spent: a window resumes after n; a read is
+          // incomplete.
+          if (this.window) return true;
+          r.truncated = true;
+          continue;
+        }
+        if (res instanceof Error) {
+          if (res instanceof CodeError) throw res; // the gate, or a cancel
+          r.truncated = true; // the node went away under us: keep what we have
+          continue;
+        }
+        this.learn(res);
+      }
+      for (let i = kids.length - 1; i >= 0; i--) {
+        stack.push({ id: kids[i], depth: depth + 1, parent: parentOfChildren, walkParent: n.nodeId });
+      }
+    }
+    return false;
+  }
 }
 
 // find is a literal, case-sensitive search by accessible name (and role).

@@ -13,7 +13,7 @@ import { capture } from './capture.js';
 import { encodeJpeg } from './image.js';
 
 const CAPABILITIES = ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1',
-  'frames.list.v1', 'capture.v1', ORDERED_IDS];
+  'frames.list.v1', 'capture.v1', 'ax.page.v1', ORDERED_IDS];
 const REQUIRED_CAPABILITIES = ['runtime.v1'];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
@@ -220,6 +220,16 @@ export function createExtension(chrome, {
         if (!isObject(r) || !nonEmpty(r.name) || (r.role !== undefined && !nonEmpty(r.role))) fail('INVALID_REQUEST');
       },
       (ctx) => oneDocument(ctx, (page) => ax.find(ctx.send, page, ctx.request.name, ctx.request.role)),
+    ),
+    'ax.page': leased(
+      ({ request: r }) => {
+        const id = (v) => typeof v === 'string' && v !== '' && v.length <= 64;
+        if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
+            (r.after !== undefined && !(Array.isArray(r.after) && r.after.length >= 1 && r.after.length <= ax.BUDGET.depth && r.after.every(id))) ||
+            !(Number.isInteger(r.maxNodes) && r.maxNodes >= 1 && r.maxNodes <= ax.WINDOW.maxNodes) ||
+            Object.keys(r).some((k) => !['backendNodeId', 'after', 'maxNodes'].includes(k))) fail('INVALID_REQUEST');
+      },
+      (ctx) => oneDocument(ctx, (page) => ax.readWindow(ctx.send, page, ctx.request)),
     ),
     'frames.list': leased(onlyLease, frameList),
     capture: leased(onlyLease, async (ctx) => {
