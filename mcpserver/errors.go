@@ -41,6 +41,10 @@ var hints = map[wire.Code]string{
 // methodHints replace hints for the broker methods whose refusals mean
 // something else than an action's, by method.
 var methodHints = map[string]map[wire.Code]string{
+	"browser.readPage": {
+		wire.CodeStaleTarget: "the continuation is used up, expired or from another reading, or the page changed along the way: call browser_read_page again without continuation (or a rootRef from a newer window)",
+		wire.CodeQueueFull:   "too many readings are open on this lease: finish one (read to its last window) or wait 2 minutes",
+	},
 	"browser.capture": {
 		wire.CodeStaleTarget:           "the page kept changing while it was captured: wait a moment and call browser_screenshot again",
 		wire.CodeUnsupportedCapability: "this page cannot be captured safely here (it is pinch-zoomed, or the browser or extension cannot capture): work from browser_observe",

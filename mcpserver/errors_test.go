@@ -61,6 +61,7 @@ func TestToolError(t *testing.T) {
 		{"browser.capture", wire.Err(wire.CodeStaleTarget), "STALE_TARGET: the page kept changing while it was captured: wait a moment and call browser_screenshot again."},
 		{"browser.capture", context.DeadlineExceeded, "DEADLINE_EXCEEDED: the capture did not finish in time"},
 		{"browser.capture", wire.Err(wire.CodeNotActionable), "NOT_ACTIONABLE: the tab is not shown"},
+		{"browser.readPage", wire.Err(wire.CodeStaleTarget), "STALE_TARGET: the continuation is used up"},
 	} {
 		if got := toolError(tc.method, tc.err).Error(); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("toolError(%s, %v) = %q, want it to start with %q", tc.method, tc.err, got, tc.want)

@@ -81,7 +81,11 @@ func writeOutline(b *strings.Builder, o *browser.Observation, leaseID string) {
 // inherentlyEditable roles need no "editable" mark.
 var inherentlyEditable = map[string]bool{"textbox": true, "searchbox": true, "combobox": true, "spinbutton": true}
 
-func writeNode(b *strings.Builder, n *browser.NodeRef) {
+func writeNode(b *strings.Builder, n *browser.NodeRef) { writeNodeRef(b, n, false) }
+
+// writeNodeRef writes one element; regionRef gives regions their ref too
+// (a browser_read_page rootRef).
+func writeNodeRef(b *strings.Builder, n *browser.NodeRef, regionRef bool) {
 	b.WriteString("- ")
 	if n.Kind == "region" && n.Role != "region" {
 		b.WriteString("region ")
@@ -91,7 +95,7 @@ func writeNode(b *strings.Builder, n *browser.NodeRef) {
 		b.WriteByte(' ')
 		b.WriteString(strconv.Quote(n.Name))
 	}
-	if n.Kind != "region" {
+	if n.Kind != "region" || regionRef {
 		fmt.Fprintf(b, " [ref=%s]", n.ID)
 	}
 	if n.Value != nil {
@@ -107,6 +111,61 @@ func writeNode(b *strings.Builder, n *browser.NodeRef) {
 		b.WriteString(" disabled")
 	}
 	b.WriteByte('\n')
+}
+
+// RenderWindow renders one browser_read_page window: the outline of its
+// elements (regions with their refs, to read one by rootRef) and text, then
+// how to read on.
+//
+//	page "Big page" http://127.0.0.1:8080/big  window 1 of a reading (more follows)
+//	leaseId=L… documentEpoch=F…:L…
+//	- region "Group 1" [ref=r…]
+//	- button "Item 1" [ref=r…]
+//	…
+//	next: browser_read_page leaseId=L… continuation=p… (single use, within 2 minutes)
+func RenderWindow(w *browser.PageWindow, leaseID string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "page %s %s  window %d", strconv.Quote(w.Title), w.URL, w.Page.Index+1)
+	if w.Scope.Kind == "subtree" {
+		fmt.Fprintf(&b, " of the region %s", w.Scope.RootRef)
+	}
+	if w.Page.Continuation != "" {
+		b.WriteString(" (more follows)")
+	} else {
+		b.WriteString(" (the last)")
+	}
+	b.WriteByte('\n')
+	fmt.Fprintf(&b, "leaseId=%s documentEpoch=%s\n", leaseID, w.DocumentEpoch)
+	names := make(map[string]bool, len(w.Nodes))
+	for i := range w.Nodes {
+		names[collapse(w.Nodes[i].Name)] = true
+		writeNodeRef(&b, &w.Nodes[i], true)
+	}
+	wroteText := false
+	for _, t := range w.Text {
+		if t = collapse(t); t == "" || names[t] {
+			continue
+		}
+		if !wroteText {
+			b.WriteString("text:\n")
+			wroteText = true
+		}
+		b.WriteString("  " + t + "\n")
+	}
+	if len(w.Nodes) == 0 && !wroteText {
+		b.WriteString("(nothing to read in this window)\n")
+	}
+	if w.Page.Incomplete {
+		b.WriteString("(incomplete: some of this part of the page could not be read, e.g. nesting too deep)\n")
+	}
+	if w.Page.Continuation != "" {
+		fmt.Fprintf(&b, "next: browser_read_page leaseId=%s", leaseID)
+		if w.Scope.Kind == "subtree" {
+			fmt.Fprintf(&b, " rootRef=%s", w.Scope.RootRef)
+		}
+		fmt.Fprintf(&b, " continuation=%s (single use, within 2 minutes)\n", w.Page.Continuation)
+	}
+	return b.String()
 }
 
 // RenderAction renders the result of browser_act: what happened, what to do

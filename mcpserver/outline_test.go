@@ -277,3 +277,41 @@ func TestFrameOutlineOdd(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderWindow(t *testing.T) {
+	v := "3"
+	w := &browser.PageWindow{
+		Title: "Big page", URL: "http://127.0.0.1:8080/big", DocumentEpoch: "F:L",
+		Nodes: []browser.NodeRef{
+			{ID: "rg", Role: "region", Name: "Group 1", Kind: "region"},
+			{ID: "rb", Role: "button", Name: "Item 1"},
+			{ID: "rt", Role: "textbox", Name: "Count", Value: &v, Editable: true},
+		},
+		Text:  []string{"Item 1", "Paragraph  1"},
+		Scope: browser.Scope{Kind: "document"},
+		Page:  browser.PageInfo{Index: 0, Continuation: "pabc"},
+	}
+	want := `page "Big page" http://127.0.0.1:8080/big  window 1 (more follows)
+leaseId=L documentEpoch=F:L
+- region "Group 1" [ref=rg]
+- button "Item 1" [ref=rb]
+- textbox "Count" [ref=rt] value="3"
+text:
+  Paragraph 1
+next: browser_read_page leaseId=L continuation=pabc (single use, within 2 minutes)
+`
+	if got := RenderWindow(w, "L"); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	w.Scope = browser.Scope{Kind: "subtree", RootRef: "rg"}
+	w.Page = browser.PageInfo{Index: 2, Incomplete: true}
+	got := RenderWindow(w, "L")
+	for _, s := range []string{"window 3 of the region rg (the last)", "(incomplete: ", "Paragraph 1"} {
+		if !strings.Contains(got, s) {
+			t.Errorf("no %q in\n%s", s, got)
+		}
+	}
+	if strings.Contains(got, "next:") {
+		t.Errorf("a last window names a next one:\n%s", got)
+	}
+}

@@ -35,6 +35,7 @@ func TestNoBroker(t *testing.T) {
 		"browser_claim":      {"instanceId": "i", "tab": "t"},
 		"browser_observe":    {"leaseId": "L"},
 		"browser_frames":     {"leaseId": "L"},
+		"browser_read_page":  {"leaseId": "L"},
 		"browser_screenshot": {"leaseId": "L"},
 		"browser_handoff":    {"leaseId": "L"},
 	} {

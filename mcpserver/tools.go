@@ -44,6 +44,11 @@ type (
 		TimeoutMs     *int                `json:"timeoutMs,omitempty" jsonschema:"deadline of the whole batch in milliseconds, including the user's answers (default and maximum 30000)"`
 		RequestID     string              `json:"requestId,omitempty" jsonschema:"identifies this batch; as for browser_act: omit it for a new batch, reuse it only to retry one whose result you did not get"`
 	}
+	ReadPageInput struct {
+		LeaseID      string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+		RootRef      string `json:"rootRef,omitempty" jsonschema:"read only this region or element: a ref from an earlier browser_read_page window; omit it to read the whole page"`
+		Continuation string `json:"continuation,omitempty" jsonschema:"the continuation from the previous window, to read the next one (single use, valid 2 minutes); omit it to start at the top"`
+	}
 	FramesInput struct {
 		LeaseID string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
 	}
@@ -124,6 +129,15 @@ func (s *Server) addTools() {
 		InputSchema: inputSchema[BatchInput](annotateBatch),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
 	}, s.batch)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "browser_read_page",
+		Title: "Read a long page window by window",
+		Description: "Read the whole leased page (or one region of it) in order, in windows of at most 100 elements and text fragments, when browser_observe is truncated. " +
+			"Each window is an outline like browser_observe's, with refs usable in browser_act and region refs usable as rootRef here; when there is more, it ends with the continuation for the next window. " +
+			"A continuation is single use and lasts 2 minutes; if the page changed along the way (STALE_TARGET), start again without one.",
+		InputSchema: inputSchema[ReadPageInput](nil),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+	}, s.readPage)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "browser_frames",
 		Title: "List the page's frames",
@@ -286,6 +300,27 @@ func (s *Server) batch(ctx context.Context, req *mcp.CallToolRequest, in BatchIn
 	denied := a.denied
 	a.mu.Unlock()
 	return text(RenderBatch(&res, in.Steps, in.LeaseID, denied)), nil, nil
+}
+
+func (s *Server) readPage(ctx context.Context, req *mcp.CallToolRequest, in ReadPageInput) (*mcp.CallToolResult, any, error) {
+	se := s.session(req.Session)
+	params := map[string]any{"sessionId": se.id, "leaseId": in.LeaseID}
+	opts := map[string]string{}
+	if in.RootRef != "" {
+		opts["rootRef"] = in.RootRef
+	}
+	if in.Continuation != "" {
+		opts["continuation"] = in.Continuation
+	}
+	if len(opts) > 0 {
+		params["options"] = opts
+	}
+	var w browser.PageWindow
+	if err := s.call(ctx, req.Session, readTimeout, "browser.readPage", params, &w); err != nil {
+		return nil, nil, err
+	}
+	se.remember(in.LeaseID, &browser.Observation{Title: w.Title, URL: w.URL, Nodes: w.Nodes})
+	return text(RenderWindow(&w, in.LeaseID)), nil, nil
 }
 
 func (s *Server) frames(ctx context.Context, req *mcp.CallToolRequest, in FramesInput) (*mcp.CallToolResult, any, error) {

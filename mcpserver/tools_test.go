@@ -78,7 +78,7 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("%s has no description", tool.Name)
 		}
 	}
-	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"browser_act", "browser_batch", "browser_claim", "browser_frames", "browser_handoff", "browser_list", "browser_observe", "browser_screenshot"}) {
+	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"browser_act", "browser_batch", "browser_claim", "browser_frames", "browser_handoff", "browser_list", "browser_observe", "browser_read_page", "browser_screenshot"}) {
 		t.Errorf("tools %v", got)
 	}
 	for name, want := range map[string]struct{ required, optional []string }{
@@ -88,6 +88,7 @@ func TestSchemas(t *testing.T) {
 		"browser_act":        {[]string{"leaseId", "documentEpoch", "action"}, []string{"requestId", "timeoutMs"}},
 		"browser_batch":      {[]string{"leaseId", "documentEpoch", "steps"}, []string{"requestId", "timeoutMs"}},
 		"browser_frames":     {[]string{"leaseId"}, nil},
+		"browser_read_page":  {[]string{"leaseId"}, []string{"continuation", "rootRef"}},
 		"browser_screenshot": {[]string{"leaseId"}, nil},
 		"browser_handoff":    {[]string{"leaseId"}, nil},
 	} {
@@ -100,7 +101,7 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("%s: required %v, want %v", name, got, want.required)
 		}
 	}
-	for name, want := range map[string]bool{"browser_list": true, "browser_observe": true, "browser_frames": true, "browser_screenshot": true, "browser_act": false, "browser_batch": false} {
+	for name, want := range map[string]bool{"browser_list": true, "browser_observe": true, "browser_frames": true, "browser_read_page": true, "browser_screenshot": true, "browser_act": false, "browser_batch": false} {
 		if readOnly[name] != want {
 			t.Errorf("%s: readOnlyHint %v, want %v", name, readOnly[name], want)
 		}

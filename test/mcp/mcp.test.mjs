@@ -65,7 +65,7 @@ test('an MCP host drives the browser through broker mcp', { skip, timeout: 45_00
   await t.test('lists the tools with their schemas', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((tool) => tool.name).sort();
-    assert.deepEqual(names, ['browser_act', 'browser_batch', 'browser_claim', 'browser_frames', 'browser_handoff', 'browser_list', 'browser_observe', 'browser_screenshot']);
+    assert.deepEqual(names, ['browser_act', 'browser_batch', 'browser_claim', 'browser_frames', 'browser_handoff', 'browser_list', 'browser_observe', 'browser_read_page', 'browser_screenshot']);
     const act = tools.find((tool) => tool.name === 'browser_act');
     assert.deepEqual(act.inputSchema.required, ['leaseId', 'documentEpoch', 'action']);
     assert.deepEqual(act.inputSchema.properties.action.properties.kind.enum, ['click', 'fill', 'type', 'append', 'press']);
@@ -114,6 +114,17 @@ test('an MCP host drives the browser through broker mcp', { skip, timeout: 45_00
   await t.test('a stale documentEpoch says to observe again', async () => {
     const { text } = await call(client, 'browser_act', { leaseId, documentEpoch: 'stale:epoch', action: { kind: 'click', ref: add } });
     assert.match(text, /STALE_TARGET: the page changed: call browser_observe again/);
+  });
+
+  await t.test('reads the page in one window', async () => {
+    const { text } = await call(client, 'browser_read_page', { leaseId });
+    assert.match(text, /^page "Counter" \S+  window 1 \(the last\)\n/);
+    assert.match(text, /button "Add one" \[ref=r[0-9a-f]+\]/);
+    assert.match(text, /Clicks: \d/);
+    assert.doesNotMatch(text, /next:/);
+    const stale = await client.callTool({ name: 'browser_read_page', arguments: { leaseId, continuation: 'p0' } });
+    assert.ok(stale.isError);
+    assert.match(textOf(stale), /STALE_TARGET/);
   });
 
   await t.test('lists the frames: only the main frame', async () => {
