@@ -576,6 +576,20 @@ func BenchmarkBrowser(b *testing.B) {
 			)
 
 			if pg == "/big" {
+				group(b, "op=read-page",
+					path{"broker", func(b *testing.B) {
+						var windows int
+						for range b.N {
+							windows = e.brokerReadAll(b, leaseID)
+						}
+						b.ReportMetric(float64(windows), "windows/op")
+					}},
+					path{"cdp-full", func(b *testing.B) {
+						for range b.N {
+							cdpFullTree(b, t)
+						}
+					}},
+				)
 				q := &browser.Query{Role: "button", Name: "Target"}
 				group(b, "op=observe-query",
 					path{"broker", func(b *testing.B) {
@@ -773,4 +787,25 @@ func cdpCapture(tb testing.TB, t *benchTab) []byte {
 		CaptureBeyondViewport: new(false),
 	})
 	return shot.Data
+}
+
+// brokerReadAll reads the whole page with browser.readPage, window by
+// window, and returns how many windows it took.
+func (e *browserEnv) brokerReadAll(tb testing.TB, leaseID string) int {
+	tb.Helper()
+	params := map[string]any{"sessionId": benchSession, "leaseId": leaseID}
+	for n := 1; ; n++ {
+		raw, err := e.s.Call(tb, "browser.readPage", params)
+		if err != nil {
+			tb.Fatalf("browser.readPage window %d: %v", n, err)
+		}
+		var w browser.PageWindow
+		if err := json.Unmarshal(raw, &w); err != nil {
+			tb.Fatal(err)
+		}
+		if w.Page.Continuation == "" {
+			return n
+		}
+		params["options"] = map[string]any{"continuation": w.Page.Continuation}
+	}
 }
