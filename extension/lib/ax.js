@@ -11,16 +11,17 @@ const utf8 = new TextEncoder();
 
 // A Reader holds one read's budgets and its output.
 class Reader {
-  constructor(send, page, maxCalls = BUDGET.calls) {
+  constructor(send, page, maxCalls = BUDGET.calls, reserve = 0) {
     this.send = send;
     this.calls = 0;
     this.maxCalls = maxCalls;
     this.nodes = [];
     this.truncated = false;
     // Node JSON is capped at 1 MiB, and further so that the whole value
-    // stays under the 900,000-byte reply cap (else the read is useless).
+    // (with `reserve` bytes of other fields) stays under the 900,000-byte
+    // reply cap (else the read is useless).
     const frame = JSON.stringify({ ...page, truncated: false, nodes: [] });
-    this.bytesLeft = Math.min(BUDGET.bytes, MAX_VALUE_BYTES - utf8.encode(frame).length - 8);
+    this.bytesLeft = Math.min(BUDGET.bytes, MAX_VALUE_BYTES - utf8.encode(frame).length - 8 - reserve);
     this.page = page;
   }
 
@@ -41,7 +42,6 @@ class Reader {
   // add projects a non-ignored node; false when a budget stops the read.
   // A secret node (a password field) is returned without its value.
   add(n, parentAxId, secret) {
-    if (this.nodes.length >= BUDGET.nodes) return this.stop();
     const node = { axId: n.nodeId };
     if (parentAxId !== undefined) node.parentAxId = parentAxId;
     if (n.backendDOMNodeId !== undefined) node.backendNodeId = n.backendDOMNodeId;
@@ -64,6 +64,7 @@ class Reader {
   }
 
   push(node) {
+    if (this.nodes.length >= BUDGET.nodes) return this.stop();
     const size = utf8.encode(JSON.stringify(node)).length + 1;
     if (size > this.bytesLeft) return this.stop();
     this.bytesLeft -= size;
@@ -76,8 +77,7 @@ class Reader {
   // decides: a single-line editable field with a value is asked for its
   // input type, and one that cannot be asked counts as a password.
   async secret(n) {
-    const prop = (name) => n.properties?.find((p) => p.name === name)?.value?.value;
-    if (n.value?.value === undefined || prop('editable') === undefined || prop('multiline') === true) return false;
+    if (!this.mayBeSecret(n)) return false;
     if (n.backendDOMNodeId === undefined || !this.canCall) return true;
     try {
       const { node } = await this.call('DOM.describeNode', { backendNodeId: n.backendDOMNodeId });
@@ -88,6 +88,13 @@ class Reader {
       if (e instanceof CodeError) throw e;
       return true;
     }
+  }
+
+  // mayBeSecret: a single-line editable field with a value, which secret
+  // asks the DOM about.
+  mayBeSecret(n) {
+    const prop = (name) => n.properties?.find((p) => p.name === name)?.value?.value;
+    return n.value?.value !== undefined && prop('editable') !== undefined && prop('multiline') !== true;
   }
 
   result() {
@@ -108,6 +115,9 @@ export async function read(send, page, backendNodeId) {
 
 // WINDOW is the budget of one page window (ax.page).
 export const WINDOW = { calls: 128, maxNodes: 400 };
+// MAX_CHAIN_BYTES bounds the JSON of a resume chain: 64 IDs of at most 64
+// characters, quoted and separated, under its key.
+const MAX_CHAIN_BYTES = 16 + BUDGET.depth * (64 * 6 + 3); // \u-escaped at worst
 
 // readWindow reads the next window of a depth-first walk: up to maxNodes
 // nodes after the node that `after` names (a chain of AX node ids from the
@@ -118,7 +128,7 @@ export const WINDOW = { calls: 128, maxNodes: 400 };
 // done. A chain that no longer leads down the tree is STALE_TARGET: the page
 // changed under the traversal.
 export async function readWindow(send, page, { backendNodeId, after, maxNodes }) {
-  const r = new Reader(send, page, WINDOW.calls);
+  const r = new Reader(send, page, WINDOW.calls, MAX_CHAIN_BYTES);
   const w = new Walk(r, { window: true, maxNodes });
   const root = await w.root(backendNodeId);
   const stack = [];
@@ -129,7 +139,8 @@ export async function readWindow(send, page, { backendNodeId, after, maxNodes })
     let parent; // the nearest node on the chain that is returned, for AXRead's parentAxId
     for (let j = 0; j < after.length - 1; j++) {
       const n = w.known.get(after[j]);
-      if (!n) fail('STALE_TARGET');
+      // The walk never goes below a StaticText or into a password field.
+      if (!n || n.role?.value === 'StaticText' || (!n.ignored && (await r.secret(n)))) fail('STALE_TARGET');
       w.walkParent.set(after[j + 1], after[j]);
       const kids = n.childIds ?? [];
       const i = kids.indexOf(after[j + 1]);
@@ -233,12 +244,18 @@ class Walk {
         // Inline text boxes repeat their StaticText parent's name: skipping
         // them leaves the budgets to nodes that carry something.
         if (n.role?.value === 'InlineTextBox') continue;
+        if (this.window && !resumed && r.mayBeSecret(n) && !r.canCall && r.nodes.length > 0) {
+          // Out of calls to ask whether it is a password field: the next
+          // window asks, rather than hiding its value.
+          stack.push(entry);
+          return true;
+        }
         const secret = await r.secret(n);
         if (!resumed) {
           const incomplete = r.truncated;
           if (!r.add(n, this.window ? walkParent : parent, secret)) {
             if (!this.window) break;
-            if (returned > 0) {
+            if (r.nodes.length > 0) {
               stack.push(entry);
               r.truncated = incomplete;
               return true; // the window is full: the next one starts here
