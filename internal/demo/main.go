@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -182,12 +183,12 @@ func run(bin, ext, chromiumPath string, headed, restricted bool) error {
 	if name == "" || greet == "" {
 		return fmt.Errorf("the demo page did not show its text box and button")
 	}
-	step("browser.act fill %s (textbox \"Your name\") with \"Ada\"", name)
-	res, err := act("demo-1", map[string]any{"kind": "fill", "ref": name, "text": "Ada"})
+	step("browser.act fill %s (textbox \"Your name\") with \"Ada\", expecting the text \"Ada\"", name)
+	res, err := act("demo-1", map[string]any{"kind": "fill", "ref": name, "text": "Ada", "expected": map[string]any{"kind": "text", "text": "Ada"}})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  outcome %s, dispatch %s\n", res.Outcome, res.Dispatch)
+	fmt.Printf("  outcome %s, postcondition %s\n", res.Outcome, res.Postcondition)
 
 	step("browser.act click %s (button \"Greet\"), expecting the text \"Hello, Ada!\"", greet)
 	res, err = act("demo-2", map[string]any{"kind": "click", "ref": greet, "expected": map[string]any{"kind": "text", "text": "Hello, Ada!"}})
@@ -204,6 +205,22 @@ func run(bin, ext, chromiumPath string, headed, restricted bool) error {
 		return err
 	}
 	printObservation(obs)
+
+	step("browser.capture")
+	var shot browser.Screenshot
+	if err := call("browser.capture", map[string]any{"sessionId": session, "leaseId": l.ID}, &shot); err != nil {
+		return err
+	}
+	img, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil {
+		return fmt.Errorf("the screenshot is not base64: %v", err)
+	}
+	shotPath := filepath.Join(bin, "demo-screenshot.jpg")
+	if err := os.WriteFile(shotPath, img, 0o600); err != nil {
+		return err
+	}
+	fmt.Printf("  %s, %d bytes, viewport %v×%v; %d frame region(s) painted over; saved to %s\n",
+		shot.MimeType, len(img), shot.Viewport.Width, shot.Viewport.Height, shot.Redaction.Regions, shotPath)
 
 	step("browser.release")
 	var released map[string]bool
