@@ -1,7 +1,8 @@
 // Command demo is the README's main job: on a fresh machine it starts the
 // broker and Chromium with the extension, opens a bundled demo page, and runs
 // a short scripted agent session through the real protocol — observe, fill,
-// click, observe — printing what it does.
+// click, observe, capture (saved as demo-screenshot.jpg beside the binaries)
+// — printing what it does.
 //
 // Nothing is installed outside a temporary directory: the native-messaging
 // manifest goes into the throw-away browser profile. The broker runs in
