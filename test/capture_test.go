@@ -159,6 +159,17 @@ func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("the refusal took %v: Chromium never answers a screenshot of a hidden tab, the extension must not ask", d)
 		}
+		// Nor a query (queryAXTree): the extension walks the tree instead.
+		start = time.Now()
+		raw, err := s.Call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"name": "Frames", "role": "heading"}})
+		var o browser.Observation
+		json.Unmarshal(raw, &o)
+		if err != nil || len(o.Nodes) != 1 || o.Nodes[0].Name != "Frames" {
+			t.Errorf("query on a hidden tab: %s %v", raw, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the query on a hidden tab took %v", d)
+		}
 	})
 
 	t.Run("after release", func(t *testing.T) {

@@ -162,10 +162,11 @@ export async function readWindow(send, page, { backendNodeId, after, maxNodes })
 // entries of the walk, a few at a time: the walk stays depth-first, but its
 // CDP round trips overlap.
 class Walk {
-  constructor(r, { window = false, maxNodes = Infinity } = {}) {
+  constructor(r, { window = false, maxNodes = Infinity, match } = {}) {
     this.r = r;
     this.window = window;
     this.maxNodes = maxNodes;
+    this.match = match; // when set, only matching nodes are returned (findByWalk)
     this.known = new Map(); // AX node id -> node
     this.fetched = new Map(); // AX node id -> Promise of its children, or of the error
     this.walkParent = new Map(); // AX node id -> the id it was walked from
@@ -251,7 +252,7 @@ class Walk {
           return true;
         }
         const secret = await r.secret(n);
-        if (!resumed) {
+        if (!resumed && (!this.match || this.match(n))) {
           const incomplete = r.truncated;
           if (!r.add(n, this.window ? walkParent : parent, secret)) {
             if (!this.window) break;
@@ -318,7 +319,8 @@ class Walk {
 }
 
 // find is a literal, case-sensitive search by accessible name (and role).
-export async function find(send, page, name, role) {
+export async function find(send, page, name, role, { hidden = false } = {}) {
+  if (hidden) return findByWalk(send, page, name, role);
   const r = new Reader(send, page);
   const { root } = await r.call('DOM.getDocument', { depth: 0 });
   const params = { backendNodeId: root.backendNodeId, accessibleName: name };
@@ -328,6 +330,23 @@ export async function find(send, page, name, role) {
   if (matches.length > MAX_MATCHES) r.truncated = true;
   for (const n of matches.slice(0, MAX_MATCHES)) {
     if (!r.add(n, n.parentId, await r.secret(n))) break;
+  }
+  return r.result();
+}
+
+// findByWalk is find for a tab that is not shown, where Chromium never
+// answers queryAXTree: the bounded walk of read, keeping only the nodes
+// whose name (and role) match. Matches past the walk's budgets are not
+// found, and the result says truncated.
+async function findByWalk(send, page, name, role) {
+  const r = new Reader(send, page);
+  const match = (n) => String(n.name?.value ?? '') === name && (role === undefined || n.role?.value === role);
+  const w = new Walk(r, { match });
+  const root = await w.root();
+  await w.run([{ id: root.nodeId, depth: 1 }]);
+  if (r.nodes.length > MAX_MATCHES) {
+    r.nodes.length = MAX_MATCHES;
+    r.truncated = true;
   }
   return r.result();
 }

@@ -191,6 +191,13 @@ export function createExtension(chrome, {
     });
   }
 
+  // notShown: the tab is not the one shown in its window, or the window is
+  // minimized. Chromium never answers queryAXTree or captureScreenshot there.
+  async function notShown(tab) {
+    const win = tab.windowId === undefined ? undefined : await chrome.windows.get(tab.windowId).catch(() => undefined);
+    return !tab.active || win?.state === 'minimized';
+  }
+
   async function shoot(ctx, page) {
     const shot = await capture(ctx.send, encodeImage, { now, timers });
     if (shot.documentEpoch !== page.documentEpoch) fail('STALE_TARGET');
@@ -219,7 +226,10 @@ export function createExtension(chrome, {
       ({ request: r }) => {
         if (!isObject(r) || !nonEmpty(r.name) || (r.role !== undefined && !nonEmpty(r.role))) fail('INVALID_REQUEST');
       },
-      (ctx) => oneDocument(ctx, (page) => ax.find(ctx.send, page, ctx.request.name, ctx.request.role)),
+      async (ctx) => {
+        const hidden = await notShown(ctx.tab);
+        return oneDocument(ctx, (page) => ax.find(ctx.send, page, ctx.request.name, ctx.request.role, { hidden }));
+      },
     ),
     'ax.page': leased(
       ({ request: r }) => {
@@ -234,8 +244,7 @@ export function createExtension(chrome, {
     'frames.list': leased(onlyLease, frameList),
     capture: leased(onlyLease, async (ctx) => {
       // Chromium never answers a screenshot of a tab that is not shown.
-      const win = ctx.tab.windowId === undefined ? undefined : await chrome.windows.get(ctx.tab.windowId).catch(() => undefined);
-      if (!ctx.tab.active || win?.state === 'minimized') fail('NOT_ACTIONABLE');
+      if (await notShown(ctx.tab)) fail('NOT_ACTIONABLE');
       return oneDocument(ctx, (page) => shoot(ctx, page));
     }),
 

@@ -180,3 +180,40 @@ test('a read that spans a navigation is labelled with no document: it is read ag
   const fresh = await t.read();
   assert.equal(fresh.value.documentEpoch, 'F1:L7');
 });
+
+test('a find on a tab that is not shown walks instead of asking queryAXTree, which never answers there', async () => {
+  const t = await granted();
+  const editable = [{ name: 'editable', value: { type: 'token', value: 'plaintext' } }];
+  serve(t, [
+    node('1', 'RootWebArea', 'A', { childIds: ['2', '4', '6'] }),
+    node('2', 'generic', '', { ignored: true, childIds: ['3'] }),
+    node('3', 'button', 'Go', { backendDOMNodeId: 30 }),
+    node('4', 'textbox', 'Password', { backendDOMNodeId: 40, value: { value: 'Go' }, properties: editable, childIds: ['5'] }),
+    node('5', 'StaticText', 'Go'), // a password's inner text: never a match
+    node('6', 'link', 'Go', { backendDOMNodeId: 60 }),
+  ]);
+  t.chrome.cdp.set('DOM.describeNode', () => ({ node: { nodeName: 'INPUT', attributes: ['type', 'password'] } }));
+  t.chrome.cdp.set('Accessibility.queryAXTree', () => new Promise(() => {})); // as on a hidden tab
+  t.chrome.tabs_.get(1).active = false;
+  const all = (await t.find({ name: 'Go' })).value;
+  assert.deepEqual(all.nodes.map((n) => [n.axId, n.role]), [['3', 'button'], ['6', 'link']]);
+  assert.equal(all.truncated, false);
+  assert.deepEqual((await t.find({ name: 'Go', role: 'link' })).value.nodes.map((n) => n.axId), ['6']);
+  assert.equal(t.calls('Accessibility.queryAXTree'), 0);
+  // Shown again: queryAXTree is asked.
+  t.chrome.tabs_.get(1).active = true;
+  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { nodeId: 1, backendNodeId: 11 } }));
+  t.chrome.cdp.set('Accessibility.queryAXTree', () => ({ nodes: [node('3', 'button', 'Go')] }));
+  assert.deepEqual((await t.find({ name: 'Go' })).value.nodes.map((n) => n.axId), ['3']);
+  assert.equal(t.calls('Accessibility.queryAXTree'), 1);
+});
+
+test('a walking find stops at 128 matches and says truncated', async () => {
+  const t = await granted();
+  const kids = Array.from({ length: 130 }, (_, i) => node(`b${i}`, 'button', 'Go'));
+  serve(t, [node('1', 'RootWebArea', 'A', { childIds: kids.map((k) => k.nodeId) }), ...kids]);
+  t.chrome.tabs_.get(1).active = false;
+  const r = (await t.find({ name: 'Go' })).value;
+  assert.equal(r.nodes.length, 128);
+  assert.equal(r.truncated, true);
+});
