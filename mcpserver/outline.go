@@ -74,7 +74,7 @@ func writeOutline(b *strings.Builder, o *browser.Observation, leaseID string) {
 		b.WriteByte('\n')
 	}
 	if o.Truncated {
-		b.WriteString("(truncated: the page has more than this; find an element by its exact name with browser_observe query)\n")
+		b.WriteString("(truncated: the page has more than this; find an element by its exact name with browser_observe query, or read everything in order with browser_read_page)\n")
 	}
 }
 

@@ -105,7 +105,7 @@ func (s *Server) addTools() {
 		Title: "Read the page",
 		Description: "Read the leased tab as a compact outline: its controls with the ref to act on and their state (value, checked, disabled), named regions, and the page's text. " +
 			"The second line gives the leaseId and documentEpoch to pass to browser_act with a ref. Refs and the documentEpoch belong to this document: after a navigation, or when an action answers STALE_TARGET, observe again. " +
-			"Long pages are cut (marked truncated): to find one element there, pass query with its exact accessible name (and role).",
+			"Long pages are cut (marked truncated): to find one element there, pass query with its exact accessible name (and role); to read all of it, use browser_read_page.",
 		InputSchema: inputSchema[ObserveInput](annotateObserve),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
 	}, s.observe)
