@@ -135,6 +135,9 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 		res, err = r.act(ctx, owner, req, timeout)
 	}
 	r.finish(idt, f, req.LeaseID, res, err)
+	if res != nil {
+		r.publish(owner, req.LeaseID, res.Observation)
+	}
 	return res, err
 }
 

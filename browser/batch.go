@@ -109,6 +109,7 @@ func (r *Runtime) Batch(ctx context.Context, c Client, params json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
+	r.publish(b.owner, req.LeaseID, res.Observation)
 	return res, nil
 }
 

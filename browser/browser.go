@@ -88,6 +88,7 @@ type Runtime struct {
 	pages   map[string]*page  // by lease ID
 	fences  map[string]*fence // by action identity (scope + request ID)
 	results *resultCache
+	cursors *cursorCache // observation baselines by cursor
 }
 
 // New returns a Runtime.
@@ -100,6 +101,7 @@ func New(cfg Config) *Runtime {
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger, pages: make(map[string]*page), fences: make(map[string]*fence)}
 	r.results = newResultCache(cfg.Now)
+	r.cursors = newCursorCache(cfg.Now)
 	r.leases = lease.NewManager(cfg.MaxLeases, cfg.MaxPending, r.leaseEnded)
 	return r
 }

@@ -135,6 +135,7 @@ func (r *Runtime) leaseEnded(l *lease.Lease, why lease.Reason) {
 	r.dropPage(l.ID)
 	r.mu.Lock()
 	r.results.purgeLease(l.ID)
+	r.cursors.purgeLease(l.ID)
 	r.mu.Unlock()
 	r.log.Info("lease ended", "lease", l.ID, "tab", l.Tab, "why", why)
 	if why != lease.OwnerGone {

@@ -116,9 +116,9 @@ type observeParams struct {
 var queryRole = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 // Observe reads the leased page: the whole document within the budgets, or
-// the literal matches of a query. Deltas are not implemented: a cursor is
-// accepted and answered with a full observation (resyncReason
-// cursor-unavailable).
+// the literal matches of a query. With the cursor of an earlier observation
+// of the same document and scope it answers a delta when that is smaller
+// (cursors.go).
 func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage) (any, error) {
 	var in observeParams
 	if err := decodeParams(params, &in); err != nil {
@@ -133,7 +133,8 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 			return nil, invalid()
 		}
 	}
-	l, p, _, err := r.leased(lease.Owner{Conn: c.ConnID(), Session: in.SessionID}, in.LeaseID)
+	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
+	l, p, _, err := r.leased(owner, in.LeaseID)
 	if err != nil {
 		return nil, err
 	}
@@ -147,10 +148,15 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
+	var base *Observation
 	if in.Cursor != "" {
-		obs.ResyncRequired, obs.ResyncReason = true, "cursor-unavailable"
+		base = r.baseline(owner, l.ID, in.Cursor)
 	}
-	return obs, nil
+	r.publish(owner, l.ID, obs)
+	if in.Cursor == "" {
+		return obs, nil
+	}
+	return since(base, obs), nil
 }
 
 // leased returns owner's live lease, its page and its browser.

@@ -376,3 +376,82 @@ func TestE2EPastTenThousandRequests(t *testing.T) {
 		t.Fatalf("instances %s %v, want %s still connected", raw, err, s.Instance)
 	}
 }
+
+func TestE2EObservationDeltas(t *testing.T) {
+	t.Parallel()
+	s := stack.Start(t, "--access-mode=personal")
+	tab, target := s.Tab(t, s.Pages.URL("/big"))
+	l := s.Claim(t, "s", tab)
+	observe := func(params map[string]any) (map[string]json.RawMessage, json.RawMessage) {
+		t.Helper()
+		params["sessionId"], params["leaseId"] = "s", l.ID
+		raw, err := s.Call(t, "browser.observe", params)
+		if err != nil {
+			t.Fatalf("observe %v: %v", params, err)
+		}
+		var m map[string]json.RawMessage
+		json.Unmarshal(raw, &m)
+		return m, raw
+	}
+	base := s.Observe(t, "s", l.ID)
+
+	// The page changes by itself, outside the lease: one button renamed.
+	chromium.Eval[any](t, s.Browser, target, "document.getElementById('item-2').textContent = 'Item two'")
+	m, raw := observe(map[string]any{"cursor": base.Cursor})
+	if string(m["format"]) != `"delta"` {
+		t.Fatalf("after one change, a cursor gets %s", raw)
+	}
+	var d browser.ObservationDelta
+	json.Unmarshal(raw, &d)
+	nodes, text := d.Apply(base.Nodes, base.Text)
+	full := s.Observe(t, "s", l.ID)
+	if fmt.Sprint(nodes) != fmt.Sprint(full.Nodes) || fmt.Sprint(text) != fmt.Sprint(full.Text) || !slices.Contains(text, "Item two") {
+		t.Fatalf("the delta applied to its baseline gives\n%v %q\nthe page is\n%v %q", nodes, text, full.Nodes, full.Text)
+	}
+	if d.BaseCursor != base.Cursor || d.Cursor == "" || d.Cursor == base.Cursor {
+		t.Errorf("cursors: base %s, delta %s -> %s", base.Cursor, d.BaseCursor, d.Cursor)
+	}
+	if len(raw)*2 > len(mustJSON(t, full)) {
+		t.Errorf("the delta is %d bytes, the full observation %d", len(raw), len(mustJSON(t, full)))
+	}
+
+	// An action's observation publishes a cursor too.
+	res := s.Act(t, "s", full, l.ID, map[string]any{"kind": "click", "ref": refOf(t, full, "button", "Item 3")})
+	if res.Observation == nil {
+		t.Fatalf("act: %+v", res)
+	}
+	if m, raw := observe(map[string]any{"cursor": res.Observation.Cursor}); string(m["resyncRequired"]) != "false" {
+		t.Errorf("the cursor of an action's observation: %s", raw)
+	}
+
+	// Cursors that cannot give a delta say why.
+	otherTab, _ := s.Tab(t, s.Pages.URL("/form"))
+	other := s.Claim(t, "s", otherTab)
+	foreign := s.Observe(t, "s", other.ID).Cursor
+	for _, tc := range []struct {
+		params map[string]any
+		reason string
+	}{
+		{map[string]any{"cursor": "c-unknown"}, "cursor-unavailable"},
+		{map[string]any{"cursor": foreign}, "cursor-unavailable"}, // another lease's
+		{map[string]any{"cursor": full.Cursor, "query": map[string]any{"name": "Target"}}, "scope-changed"},
+	} {
+		m, raw := observe(tc.params)
+		if string(m["format"]) != `"full"` || string(m["resyncReason"]) != `"`+tc.reason+`"` {
+			t.Errorf("%v: %s, want full with %s", tc.params, raw, tc.reason)
+		}
+	}
+	s.Browser.Navigate(t, target, s.Pages.URL("/big"))
+	if m, raw := observe(map[string]any{"cursor": full.Cursor}); string(m["resyncReason"]) != `"document-changed"` {
+		t.Errorf("after a reload: %s, want document-changed", raw)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
