@@ -149,6 +149,25 @@ func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
 		}
 	})
 
+	t.Run("paint effects", func(t *testing.T) {
+		tab, target := s.Tab(t, s.Pages.URL("/effects"))
+		lx := s.Claim(t, "s", tab)
+		// The blur smears the frame's pixels up to 3 radii beyond its box:
+		// the region grows by as much.
+		shot, img := capture(t, s, lx.ID)
+		if shot.Redaction.Regions != 1 {
+			t.Fatalf("redaction %+v", shot.Redaction)
+		}
+		if c := allOf(img, box{40 - 16, 40 - 16, 150 + 32, 100 + 32}); c != "black" {
+			t.Errorf("the blurred frame and its blur: %s, want black", c)
+		}
+		// A reflection can put the frame's pixels anywhere: no image.
+		chromium.Eval[any](t, s.Browser, target, "document.getElementById('blurred').style.webkitBoxReflect = 'right 10px'")
+		if _, err := s.Call(t, "browser.capture", map[string]any{"sessionId": "s", "leaseId": lx.ID}); rpc.CodeOf(err) != wire.CodeUnsupportedCapability {
+			t.Errorf("capture of a reflected foreign frame: %v, want UNSUPPORTED_CAPABILITY", err)
+		}
+	})
+
 	t.Run("hidden tab", func(t *testing.T) {
 		s.Browser.OpenTab(t, s.Pages.URL("/counter")) // now in front of the leased tab
 		start := time.Now()

@@ -69,7 +69,11 @@ async function scene(send) {
   if (v.scale !== 1 || !(v.clientWidth > 0) || !(v.clientHeight > 0)) fail('UNSUPPORTED_CAPABILITY');
   const foreign = [];
   for (const b of topo.branches) {
-    if (b.foreign) foreign.push({ owner: b.owner, count: b.frames, box: await box(send, b.owner) });
+    if (!b.foreign) continue;
+    // A filter or reflection that can carry the frame's pixels anywhere
+    // cannot be painted over.
+    if (!Number.isFinite(b.spill)) fail('UNSUPPORTED_CAPABILITY');
+    foreign.push({ owner: b.owner, count: b.frames, box: grow(await box(send, b.owner), b.spill) });
   }
   return {
     documentEpoch: `${topo.root.frameId}:${topo.root.loaderId}`,
@@ -89,6 +93,9 @@ async function box(send, backendNodeId) {
   const ys = [q[1], q[3], q[5], q[7]];
   return { x0: Math.min(...xs), y0: Math.min(...ys), x1: Math.max(...xs), y1: Math.max(...ys) };
 }
+
+// grow widens a box by d on every side.
+const grow = (b, d) => b && (d > 0 ? { x0: b.x0 - d, y0: b.y0 - d, x1: b.x1 + d, y1: b.y1 + d } : b);
 
 // imageRect maps a viewport box to image pixels, grown by a pixel each way
 // against scaling and JPEG bleed, clipped to the image; null when nothing of

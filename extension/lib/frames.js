@@ -13,6 +13,26 @@ import { CodeError, fail } from './errors.js';
 
 export const BUDGET = { frames: 256, depth: 32 };
 
+// PAINT_STYLES are the computed styles read with the snapshot, in this order.
+const PAINT_STYLES = ['filter', '-webkit-box-reflect', 'backdrop-filter'];
+
+// spread returns how far (CSS px) a filter can move a pixel: blur and
+// drop-shadow by their radii and offsets (three radii: a Gaussian's tail),
+// url() (an SVG filter) anywhere. The other filter functions change colors
+// in place.
+export function spread(filter) {
+  if (!filter || filter === 'none') return 0;
+  if (/url\(/i.test(filter)) return Infinity;
+  const px = (s) => [...s.matchAll(/-?[\d.]+(?:e[+-]?\d+)?px/gi)].map((m) => Math.abs(parseFloat(m[0])));
+  let reach = 0;
+  for (const m of filter.matchAll(/blur\(([^()]*)\)/gi)) reach += 3 * Math.max(0, ...px(m[1]));
+  for (const m of filter.matchAll(/drop-shadow\(((?:[^()]|\([^()]*\))*)\)/gi)) {
+    const [x = 0, y = 0, b = 0] = px(m[1]);
+    reach += x + y + 3 * b;
+  }
+  return Number.isFinite(reach) ? reach : Infinity;
+}
+
 // Elements that can show another document or a plugin.
 const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCEDFRAME', 'PORTAL']);
 
@@ -29,14 +49,16 @@ const tupleOrigin = (o) => typeof o === 'string' && /^https?:\/\/[^/?#\s]+$/.tes
 //   frames    [{frameId?, parentId, loaderId?, origin?, local, owner}] without the root,
 //             parents before children
 //   branches  the owners in the main document, in document order:
-//             [{owner, foreign, frames}] — foreign when any frame in the branch
-//             is out of sight, opaque, or of another origin
+//             [{owner, foreign, frames, spill}] — foreign when any frame in
+//             the branch is out of sight, opaque, or of another origin; spill
+//             is how far (CSS px, maybe Infinity) the page's filters and
+//             reflections may carry its pixels beyond its box
 //   truncated frames may exist that are not listed: beyond the budgets, or
 //             inside a frame we cannot see (their branches are foreign)
 export async function topology(send, { describe = false } = {}) {
   const [{ frameTree }, snapshot] = await Promise.all([
     send('Page.getFrameTree', {}),
-    send('DOMSnapshot.captureSnapshot', { computedStyles: [] }),
+    send('DOMSnapshot.captureSnapshot', { computedStyles: PAINT_STYLES }),
   ]);
   const local = new Map(); // frame ID -> {loaderId, origin} of in-process frames
   (function index(t) {
@@ -69,10 +91,29 @@ export async function topology(send, { describe = false } = {}) {
     const out = [];
     names.forEach((name, i) => {
       // XML documents (XHTML, SVG) report tag names in lower case.
-      if (OWNER_NAMES.has(str(name)?.toUpperCase()) || content.has(i)) out.push({ owner: backend[i], content: content.get(i) });
+      if (OWNER_NAMES.has(str(name)?.toUpperCase()) || content.has(i)) out.push({ node: i, owner: backend[i], content: content.get(i) });
     });
     return out;
   }
+
+  // Paint effects of the main document that can carry a frame's pixels
+  // outside its box: filters and reflections of the owner or an ancestor,
+  // and backdrop filters anywhere (over the frame).
+  const styles = new Map(); // node index -> [filter, reflect, backdrop]
+  const layout = docs[rootDoc].layout ?? {};
+  layout.nodeIndex?.forEach((node, k) => styles.set(node, (layout.styles?.[k] ?? []).map(str)));
+  const parents = docs[rootDoc].nodes?.parentIndex ?? [];
+  // spill is how far (CSS px) the owner's ancestors may move its pixels.
+  const spill = (node) => {
+    let reach = 0;
+    for (let i = node, steps = 0; i >= 0 && steps < 4096; i = parents[i] ?? -1, steps++) {
+      const [filter, reflect] = styles.get(i) ?? [];
+      reach += spread(filter) + (reflect && reflect !== 'none' ? Infinity : 0);
+    }
+    return reach;
+  };
+  let backdrop = 0;
+  for (const [, v] of styles) backdrop = Math.max(backdrop, spread(v[2]));
 
   // visit adds one owner's frame and everything below it; returns whether
   // all of it is in sight and of the root's origin, and how many frames it
@@ -105,7 +146,7 @@ export async function topology(send, { describe = false } = {}) {
 
   const branches = owners(rootDoc).map((o) => {
     const { clean, count } = visit(o, root.frameId, 0);
-    return { owner: o.owner, foreign: !clean, frames: count };
+    return { owner: o.owner, foreign: !clean, frames: count, spill: spill(o.node) + backdrop };
   });
   if (describe) {
     // Out-of-sight frames get their IDs from their owner elements.

@@ -281,24 +281,34 @@ export function serveFrames(chrome, tabId, page) {
     let backend = 100000; // non-owner nodes
     // doc adds a document with html > body > (a div, a shadow root) holding
     // the owners, and returns its index.
-    function doc(frameId, url, frames) {
+    // Computed styles [filter, -webkit-box-reflect, backdrop-filter] of
+    // element nodes: page.bodyStyle on the main document's BODY,
+    // page.glassStyle on its DIV, f.style on an owner; 'none' elsewhere.
+    const none = ['none', 'none', 'none'];
+    function doc(frameId, url, frames, main = false) {
       const k = documents.length;
       const nodes = { parentIndex: [], nodeType: [], nodeName: [], backendNodeId: [], contentDocumentIndex: { index: [], value: [] } };
-      documents.push({ documentURL: s(url), frameId: s(frameId), nodes });
-      const add = (parent, type, name, id = ++backend) => {
+      const layout = { nodeIndex: [], styles: [] };
+      documents.push({ documentURL: s(url), frameId: s(frameId), nodes, layout });
+      const add = (parent, type, name, id = ++backend, style = none) => {
         nodes.parentIndex.push(parent);
         nodes.nodeType.push(type);
         nodes.nodeName.push(s(name));
         nodes.backendNodeId.push(id);
-        return nodes.parentIndex.length - 1;
+        const i = nodes.parentIndex.length - 1;
+        if (type === 1) {
+          layout.nodeIndex.push(i);
+          layout.styles.push(computedStyles.map((_, j) => s(style[j] ?? 'none')));
+        }
+        return i;
       };
       add(-1, 9, '#document');
       const html = add(0, 1, 'HTML');
-      const body = add(html, 1, 'BODY');
-      add(body, 1, 'DIV');
+      const body = add(html, 1, 'BODY', undefined, main ? page.bodyStyle : none);
+      add(body, 1, 'DIV', undefined, main ? page.glassStyle : none);
       const shadow = add(body, 11, '#document-fragment'); // shadow trees are flattened in
       (frames ?? []).forEach((f, i) => {
-        const node = add(i % 2 ? shadow : body, 1, f.name ?? 'IFRAME', f.owner);
+        const node = add(i % 2 ? shadow : body, 1, f.name ?? 'IFRAME', f.owner, f.style);
         if (f.local === false) return;
         const content = doc(idOf(f), urlOf(f.origin), f.frames);
         nodes.contentDocumentIndex.index.push(node);
@@ -306,7 +316,7 @@ export function serveFrames(chrome, tabId, page) {
       });
       return k;
     }
-    doc(rootId(), page.url, page.frames);
+    doc(rootId(), page.url, page.frames, true);
     return { documents, strings };
   });
 

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup, serveFrames, flush } from './fake-chrome.mjs';
-import { BUDGET } from '../lib/frames.js';
+import { BUDGET, spread } from '../lib/frames.js';
 import { MAX_BRANCHES } from '../lib/capture.js';
 
 const ORIGIN = 'https://a.test';
@@ -389,4 +389,52 @@ test('the hello advertises frames.list.v1 and capture.v1', async () => {
   const t = await setup({ welcome: false });
   assert.ok(t.hello.params.capabilities.includes('frames.list.v1'));
   assert.ok(t.hello.params.capabilities.includes('capture.v1'));
+});
+
+test('spread: how far a filter can move a pixel', () => {
+  for (const [filter, want] of [
+    ['none', 0], ['', 0], [undefined, 0],
+    ['invert(1)', 0], ['grayscale(1) brightness(0.5) opacity(0.3) hue-rotate(90deg)', 0],
+    ['blur(4px)', 12], ['blur(0px)', 0], ['blur(1.5px) invert(1)', 4.5],
+    ['drop-shadow(rgb(0, 0, 0) 2px -3px 4px)', 2 + 3 + 12],
+    ['blur(2px) drop-shadow(rgba(0, 0, 0, 0.5) 1px 1px 0px)', 6 + 2],
+    ['url("#tile")', Infinity], ['blur(1px) url("https://x.test/f.svg#a")', Infinity],
+    ['blur(1e400px)', Infinity],
+  ]) assert.equal(spread(filter), want, String(filter));
+});
+
+test('filters and reflections that carry a foreign frame beyond its box widen its region, or fail the capture', async () => {
+  const frame = (style) => ({ owner: 11, origin: OTHER, box: [100, 100, 100, 50], style });
+  // A blurred owner: the region grows by three radii.
+  let t = await granted({ frames: [frame(['blur(4px)', 'none', 'none'])] });
+  let r = await t.capture();
+  assert.equal(r.ok, true, r.code);
+  assert.deepEqual(t.encoded[0].rects, [{ x: 87, y: 87, width: 126, height: 76 }]);
+  // A blurred ancestor (the body) does the same; a color filter adds nothing.
+  t = await granted({ frames: [frame()], bodyStyle: ['invert(1) blur(2px)', 'none', 'none'] });
+  r = await t.capture();
+  assert.deepEqual(t.encoded[0].rects, [{ x: 93, y: 93, width: 114, height: 64 }]);
+  t = await granted({ frames: [frame()], bodyStyle: ['invert(1)', 'none', 'none'] });
+  r = await t.capture();
+  assert.deepEqual(t.encoded[0].rects, [{ x: 99, y: 99, width: 102, height: 52 }]);
+  // A frosted-glass backdrop anywhere on the page may smear what is behind it.
+  t = await granted({ frames: [frame()], glassStyle: ['none', 'none', 'blur(10px)'] });
+  r = await t.capture();
+  assert.deepEqual(t.encoded[0].rects, [{ x: 69, y: 69, width: 162, height: 112 }]);
+  // An SVG filter or a reflection can put the pixels anywhere: no image.
+  for (const page of [
+    { frames: [frame(['none', 'below 10px none', 'none'])] },
+    { frames: [frame()], bodyStyle: ['url("#tile")', 'none', 'none'] },
+    { frames: [frame()], glassStyle: ['none', 'none', 'url("#f")'] },
+  ]) {
+    t = await granted(page);
+    r = await t.capture();
+    assert.equal(r.code, 'UNSUPPORTED_CAPABILITY', JSON.stringify(page));
+    assert.equal(t.encoded.length, 0);
+  }
+  // The same effects on a page whose frames are all its own: nothing to hide.
+  t = await granted({ frames: [{ owner: 12, origin: ORIGIN, box: [0, 0, 10, 10], style: ['url("#tile")', 'below', 'none'] }] });
+  r = await t.capture();
+  assert.equal(r.ok, true, r.code);
+  assert.deepEqual(t.encoded[0].rects, []);
 });

@@ -39,10 +39,11 @@ var (
 	bigPage = template.Must(template.ParseFS(pagesFS, "pages/big.html"))
 	// Pages that refer to the other origin and the other site.
 	crossPages = map[string]*template.Template{
-		"/nav":    template.Must(template.ParseFS(pagesFS, "pages/nav.html")),
-		"/frames": template.Must(template.ParseFS(pagesFS, "pages/frames.html")),
-		"/nested": template.Must(template.ParseFS(pagesFS, "pages/nested.html")),
-		"/moving": template.Must(template.ParseFS(pagesFS, "pages/moving.html")),
+		"/nav":     template.Must(template.ParseFS(pagesFS, "pages/nav.html")),
+		"/frames":  template.Must(template.ParseFS(pagesFS, "pages/frames.html")),
+		"/nested":  template.Must(template.ParseFS(pagesFS, "pages/nested.html")),
+		"/moving":  template.Must(template.ParseFS(pagesFS, "pages/moving.html")),
+		"/effects": template.Must(template.ParseFS(pagesFS, "pages/effects.html")),
 		// Served as application/xhtml+xml: an XML document, whose elements
 		// Chromium names in lower case.
 		"/xhtml": template.Must(template.ParseFS(pagesFS, "pages/xhtml.xhtml")),
@@ -52,7 +53,7 @@ var (
 
 // Paths lists the paths of the pages, in a stable order.
 func Paths() []string {
-	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/big", "/nav", "/frames", "/nested", "/moving", "/xhtml"}
+	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/big", "/nav", "/frames", "/nested", "/moving", "/effects", "/xhtml"}
 }
 
 // Counts of the elements on /big.

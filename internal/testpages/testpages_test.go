@@ -43,6 +43,7 @@ func TestPages(t *testing.T) {
 		{"/frames", []string{`src="/swatch"`, `src="{other}/swatch"`, `src="{other-site}/swatch"`, `src="/nested"`, "sandbox srcdoc=", "mode: 'closed'"}},
 		{"/nested", []string{`src="{other}/swatch"`}},
 		{"/moving", []string{`id="slide"`, `id="glide"`, `src="{other}/swatch"`}},
+		{"/effects", []string{"filter:blur(6px)", `src="{other}/swatch"`}},
 		{"/xhtml", []string{`xmlns="http://www.w3.org/1999/xhtml"`, `src="{other-site}/swatch"`}},
 	}
 	if len(tests) != len(testpages.Paths()) {
@@ -76,7 +77,7 @@ func TestPages(t *testing.T) {
 						t.Errorf("GET %s: body lacks %q", u, w)
 					}
 				}
-				if strings.Contains(body, "http://") && !slices.Contains([]string{"/nav", "/frames", "/nested", "/moving", "/xhtml"}, tc.path) {
+				if strings.Contains(body, "http://") && !slices.Contains([]string{"/nav", "/frames", "/nested", "/moving", "/effects", "/xhtml"}, tc.path) {
 					t.Errorf("GET %s: the page refers to an external resource", u)
 				}
 			}
