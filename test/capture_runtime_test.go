@@ -190,6 +190,14 @@ func TestFramesChecksWhatTheProviderSends(t *testing.T) {
 		t.Errorf("frame A's ID changed: %s then %s", inv.Frames[1].ID, again.Frames[1].ID)
 	}
 
+	// A sandboxed main document (CSP sandbox) has an opaque origin: listed
+	// as such, not refused.
+	sandboxed := list()
+	sandboxed["frames"] = []map[string]any{{"frameId": "F", "loaderId": "L1", "origin": "null", "local": true}}
+	if inv, err := call(sandboxed); err != nil || inv.Frames[0].OriginRelation != "opaque" || !inv.Frames[0].IsMain {
+		t.Errorf("sandboxed main document: %+v %v", inv, err)
+	}
+
 	many := func(n int) map[string]any {
 		var fs []map[string]any
 		for i := range n {
@@ -205,6 +213,7 @@ func TestFramesChecksWhatTheProviderSends(t *testing.T) {
 		"a parent after its child": list(child("B", "A", "https://app.test", true), child("A", "F", "https://app.test", true)),
 		"a parent out of sight":    list(child("E", "F", "", false), child("B", "E", "https://app.test", true)),
 		"a frame listed twice":     list(child("A", "F", "https://app.test", true), child("A", "F", "https://app.test", true)),
+		"an unseen frame twice":    list(child("E", "F", "", false), child("E", "F", "", false)),
 		"a cycle through the main": list(child("F", "F", "https://app.test", true)),
 		"no main frame":            {"documentEpoch": epoch, "url": pageURL, "frames": []any{}},
 		"another main document":    {"documentEpoch": "F:L2", "url": pageURL, "frames": []any{main}},
