@@ -160,9 +160,17 @@ func TestE2EReadPageWindows(t *testing.T) {
 	})
 
 	t.Run("options", func(t *testing.T) {
+		// 128 characters is a continuation that could exist (and does not);
+		// 129 is malformed.
+		for _, opts := range []map[string]any{{"continuation": strings.Repeat("p", 128)}, {"rootRef": strings.Repeat("r", 128)}} {
+			if _, err := readPage(t, s, l.ID, opts); rpc.CodeOf(err) != wire.CodeStaleTarget {
+				t.Errorf("options %v: %v, want STALE_TARGET", opts, err)
+			}
+		}
 		for _, opts := range []any{
 			map[string]any{"frame": map[string]any{"frameId": "f", "documentEpoch": "e"}},
 			map[string]any{"continuation": strings.Repeat("p", 129)},
+			map[string]any{"rootRef": strings.Repeat("r", 129)},
 			"document",
 		} {
 			if _, err := s.Call(t, "browser.readPage", map[string]any{"sessionId": "s", "leaseId": l.ID, "options": opts}); rpc.CodeOf(err) != wire.CodeInvalidRequest {
