@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -174,5 +175,34 @@ func TestCursorLimits(t *testing.T) {
 	r.mu.Unlock()
 	if r.baseline(me, "L", "mine") != nil || r.baseline(me, "L2", "theirs") == nil {
 		t.Fatal("purging a lease must drop its baselines only")
+	}
+}
+
+// TestDeltaThreshold: a delta is sent exactly when its JSON is under 85% of
+// the full observation's, on both sides of the line.
+func TestDeltaThreshold(t *testing.T) {
+	base := &Observation{Format: "full", Cursor: "c1", DocumentEpoch: "F:L", Scope: Scope{Kind: "document"}, Text: []string{}}
+	for i := range 40 {
+		base.Nodes = append(base.Nodes, NodeRef{ID: fmt.Sprint("r", i), Role: "button", Name: fmt.Sprint("Button ", i)})
+	}
+	sides := map[bool]int{}
+	for changed := range 41 {
+		obs := *base
+		obs.Cursor = "c2"
+		obs.Nodes = append([]NodeRef(nil), base.Nodes...)
+		for i := range changed {
+			obs.Nodes[i].Disabled = true
+		}
+		full, _ := json.Marshal(&obs)
+		delta, _ := json.Marshal(diff(base, &obs))
+		want := float64(len(delta)) < 0.85*float64(len(full))
+		_, isDelta := since(base, &obs).(*ObservationDelta)
+		if isDelta != want {
+			t.Fatalf("%d changed: delta %d B, full %d B: sent a delta = %v", changed, len(delta), len(full), isDelta)
+		}
+		sides[isDelta]++
+	}
+	if sides[true] == 0 || sides[false] == 0 {
+		t.Fatalf("the cases do not cross the line: %v", sides)
 	}
 }
