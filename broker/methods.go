@@ -98,6 +98,7 @@ func (s *Server) instanceList() []BrowserInstance {
 		caps["screenshot"] = p.Capable(browser.CapCapture)
 		caps["frameDiscovery"] = p.Capable(browser.CapFramesList)
 		caps["pageWindows"] = p.Capable(browser.CapAXPage)
+		caps["sameOriginFrameRead"] = p.Capable(browser.CapFrameRead) && p.Capable(browser.CapFramesList)
 		out = append(out, BrowserInstance{
 			ID: in.ID, Family: in.Family, Brand: in.Brand, Version: in.Version,
 			ProfileLabel: in.ProfileLabel, Capabilities: caps,

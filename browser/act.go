@@ -218,6 +218,9 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 	notDispatched := res.refuse
 	t := p.resolve(req.Action.Ref, req.DocumentEpoch)
 	if t == nil {
+		if p.frameRef(req.Action.Ref) {
+			return notDispatched(wire.Err(wire.CodeUnsupportedCapability)) // actions in frames are not implemented
+		}
 		return notDispatched(wire.Err(wire.CodeStaleTarget))
 	}
 	if t.region {

@@ -77,9 +77,10 @@ type NodeRef struct {
 
 // Scope says what part of the page an observation covers.
 type Scope struct {
-	Kind    string `json:"kind"` // document, query, or subtree (browser.readPage)
+	Kind    string `json:"kind"` // document, query, frame, or subtree (browser.readPage)
 	Query   *Query `json:"query,omitempty"`
 	RootRef string `json:"rootRef,omitempty"`
+	FrameID string `json:"frameId,omitempty"`
 }
 
 // Query is a literal accessible-name search, optionally by role.
@@ -107,10 +108,11 @@ type Observation struct {
 }
 
 type observeParams struct {
-	SessionID string `json:"sessionId"`
-	LeaseID   string `json:"leaseId"`
-	Cursor    string `json:"cursor,omitempty"`
-	Query     *Query `json:"query,omitempty"`
+	SessionID string         `json:"sessionId"`
+	LeaseID   string         `json:"leaseId"`
+	Cursor    string         `json:"cursor,omitempty"`
+	Query     *Query         `json:"query,omitempty"`
+	Frame     *FrameSelector `json:"frame,omitempty"`
 }
 
 var queryRole = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
@@ -127,6 +129,9 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) || textLen(in.Cursor) > 128 {
 		return nil, invalid()
 	}
+	if f := in.Frame; f != nil && (in.Query != nil || !bounded(f.FrameID, 1, 128) || !bounded(f.DocumentEpoch, 1, 512)) {
+		return nil, invalid() // a query inside a frame is not implemented
+	}
 	if q := in.Query; q != nil {
 		if !bounded(q.Name, 1, MaxNameLength) || strings.TrimSpace(q.Name) == "" ||
 			(q.Role != "" && (len(q.Role) > 80 || !queryRole.MatchString(q.Role))) {
@@ -134,7 +139,7 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 		}
 	}
 	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
-	l, p, _, err := r.leased(owner, in.LeaseID)
+	l, p, prov, err := r.leased(owner, in.LeaseID)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +149,12 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 		return nil, wire.Err(wire.CodeDeadlineExceeded)
 	}
 	defer p.release()
-	obs, err := r.observe(ctx, l, p, in.Query)
+	var obs *Observation
+	if in.Frame != nil {
+		obs, err = r.observeFrame(ctx, l, p, prov, in.Frame)
+	} else {
+		obs, err = r.observe(ctx, l, p, in.Query)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +295,7 @@ func entryOf(n axNode, query bool) (e entry, ok bool) {
 }
 
 // project turns AX nodes into refs and text within the budgets.
-func project(obs *Observation, p *page, nodes []axNode, query bool) {
+func project(obs *Observation, p refMinter, nodes []axNode, query bool) {
 	controls, regions, nodeBytes, textBytes := 0, 0, 0, 0
 	for _, n := range nodes {
 		e, ok := entryOf(n, query)

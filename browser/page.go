@@ -18,6 +18,7 @@ type target struct {
 	editable      bool
 	region        bool
 	epoch         string
+	frameEpoch    string // the child frame document it is in, for a frame's element
 }
 
 type targetKey struct {
@@ -106,6 +107,9 @@ func (p *page) ref(t target) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t.epoch = p.epoch
+	if t.frameEpoch != "" {
+		t.epoch = t.frameEpoch // a frame's element never resolves against the main document
+	}
 	k := targetKey{t.epoch, t.BackendNodeID, t.Role, t.Name, t.editable}
 	if id, ok := p.byKey[k]; ok {
 		return id
@@ -118,6 +122,27 @@ func (p *page) ref(t target) string {
 	p.refs[id] = &t
 	p.byKey[k] = id
 	return id
+}
+
+// observedFrame counts a read of a child frame: a new revision, while the
+// main document's epoch and refs stay.
+func (p *page) observedFrame() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.revision++
+	return p.revision
+}
+
+// inFrame returns a view of p whose refs are minted for a child frame's
+// document.
+func (p *page) inFrame(epoch string) refMinter { return frameMinter{p, epoch} }
+
+// frameRef reports whether ref names an element of a child frame.
+func (p *page) frameRef(ref string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.refs[ref]
+	return ok && t.frameEpoch != ""
 }
 
 // resolve returns the target of a ref observed in epoch, or nil when the
@@ -143,3 +168,16 @@ func (p *page) acquire(done <-chan struct{}) bool {
 }
 
 func (p *page) release() { <-p.queue }
+
+// refMinter mints refs for the elements of an observation.
+type refMinter interface{ ref(t target) string }
+
+type frameMinter struct {
+	p     *page
+	epoch string
+}
+
+func (m frameMinter) ref(t target) string {
+	t.frameEpoch = m.epoch
+	return m.p.ref(t)
+}

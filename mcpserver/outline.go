@@ -40,6 +40,9 @@ func writeOutline(b *strings.Builder, o *browser.Observation, leaseID string) {
 		b.WriteString("  (truncated)")
 	}
 	b.WriteByte('\n')
+	if o.Scope.Kind == "frame" {
+		fmt.Fprintf(b, "frame %s (refs here are for reading: actions inside frames are not supported)\n", o.Scope.FrameID)
+	}
 	if o.Scope.Kind == "query" && o.Scope.Query != nil {
 		q := o.Scope.Query
 		fmt.Fprintf(b, "query name=%s", strconv.Quote(q.Name))
@@ -390,7 +393,7 @@ func FrameOutline(inv *browser.FrameInventory, leaseID string) string {
 	if inv.Truncated {
 		b.WriteString("(truncated: the page may have more frames than these)\n")
 	}
-	b.WriteString("Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read.\n")
+	b.WriteString("Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read; a same-origin frame under same-origin frames can be read with browser_observe frame={frameId, documentEpoch}.\n")
 	return b.String()
 }
 
@@ -411,6 +414,11 @@ func writeFrame(b *strings.Builder, f *browser.Frame, depth int) {
 	}
 	if f.ContextStatus == "unavailable" {
 		b.WriteString(" context unavailable")
+	}
+	if !f.IsMain && f.OriginRelation == "same-origin" && f.DocumentEpoch != "" {
+		// What browser_observe needs to read it (if every frame above it is
+		// same-origin too).
+		b.WriteString(" documentEpoch=" + f.DocumentEpoch)
 	}
 	b.WriteByte('\n')
 }

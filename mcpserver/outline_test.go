@@ -227,7 +227,7 @@ func TestFrameOutline(t *testing.T) {
 		Frames: []browser.Frame{
 			{ID: "F0", IsMain: true, DocumentEpoch: "8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B", Origin: "http://127.0.0.1:41234", OriginRelation: "same-origin", ContextStatus: "known"},
 			{ID: "F1", ParentID: "F0", Origin: "https://ads.example", OriginRelation: "cross-origin", ContextStatus: "unavailable"},
-			{ID: "F3", ParentID: "F0", Origin: "http://127.0.0.1:41234", OriginRelation: "same-origin", ContextStatus: "known"},
+			{ID: "F3", ParentID: "F0", DocumentEpoch: "F3:L3", Origin: "http://127.0.0.1:41234", OriginRelation: "same-origin", ContextStatus: "known"},
 			{ID: "F2", ParentID: "F1", OriginRelation: "opaque", ContextStatus: "unavailable"},
 		},
 	}
@@ -237,8 +237,8 @@ leaseId=L1 documentEpoch=8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B
 - frame F0 http://127.0.0.1:41234 same-origin main
   - frame F1 https://ads.example cross-origin context unavailable
     - frame F2 (origin unknown) opaque context unavailable
-  - frame F3 http://127.0.0.1:41234 same-origin
-Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read.
+  - frame F3 http://127.0.0.1:41234 same-origin documentEpoch=F3:L3
+Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read; a same-origin frame under same-origin frames can be read with browser_observe frame={frameId, documentEpoch}.
 `
 	if got != want {
 		t.Errorf("frames:\n%s\nwant:\n%s", got, want)
@@ -267,7 +267,7 @@ func TestFrameOutlineOdd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := FrameOutline(&tc.inv, "L")
 			_, body, _ := strings.Cut(got, "documentEpoch=\n")
-			want := tc.want + "Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read.\n"
+			want := tc.want + "Cross-origin and opaque frames are painted black in browser_screenshot and cannot be read; a same-origin frame under same-origin frames can be read with browser_observe frame={frameId, documentEpoch}.\n"
 			if body != want {
 				t.Errorf("frames:\n%s\nwant after the header:\n%s", got, want)
 			}
@@ -313,5 +313,15 @@ next: browser_read_page leaseId=L continuation=pabc (single use, within 2 minute
 	}
 	if strings.Contains(got, "next:") {
 		t.Errorf("a last window names a next one:\n%s", got)
+	}
+}
+
+func TestOutlineOfAFrame(t *testing.T) {
+	o := &browser.Observation{Title: "Nested", URL: "http://127.0.0.1:8080/nested", DocumentEpoch: "C:L",
+		Nodes: []browser.NodeRef{{ID: "r1", Role: "button", Name: "Nested button"}}, Scope: browser.Scope{Kind: "frame", FrameID: "frame-1"}}
+	got := Outline(o, "L")
+	if !strings.Contains(got, "frame frame-1 (refs here are for reading: actions inside frames are not supported)\n") ||
+		!strings.Contains(got, `- button "Nested button" [ref=r1]`) {
+		t.Errorf("outline of a frame:\n%s", got)
 	}
 }

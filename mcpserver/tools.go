@@ -27,8 +27,9 @@ type (
 		Tab        string `json:"tab" jsonschema:"the tab id, from browser_list with instanceId"`
 	}
 	ObserveInput struct {
-		LeaseID string         `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
-		Query   *browser.Query `json:"query,omitempty" jsonschema:"find elements by exact accessible name (case-sensitive) instead of reading the whole page; use it on big or truncated pages"`
+		LeaseID string                 `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+		Query   *browser.Query         `json:"query,omitempty" jsonschema:"find elements by exact accessible name (case-sensitive) instead of reading the whole page; use it on big or truncated pages"`
+		Frame   *browser.FrameSelector `json:"frame,omitempty" jsonschema:"read a same-origin child frame instead of the page: its frameId and documentEpoch from browser_frames (not with query)"`
 	}
 	ActInput struct {
 		LeaseID       string         `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
@@ -236,6 +237,9 @@ func (s *Server) observe(ctx context.Context, req *mcp.CallToolRequest, in Obser
 			return nil, nil, fmt.Errorf("INVALID_REQUEST: query.name must not be empty")
 		}
 		params["query"] = in.Query
+	}
+	if in.Frame != nil {
+		params["frame"] = in.Frame
 	}
 	var o browser.Observation
 	if err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o); err != nil {

@@ -84,7 +84,7 @@ func TestSchemas(t *testing.T) {
 	for name, want := range map[string]struct{ required, optional []string }{
 		"browser_list":       {nil, []string{"instanceId"}},
 		"browser_claim":      {[]string{"instanceId", "tab"}, nil},
-		"browser_observe":    {[]string{"leaseId"}, []string{"query"}},
+		"browser_observe":    {[]string{"leaseId"}, []string{"frame", "query"}},
 		"browser_act":        {[]string{"leaseId", "documentEpoch", "action"}, []string{"requestId", "timeoutMs"}},
 		"browser_batch":      {[]string{"leaseId", "documentEpoch", "steps"}, []string{"requestId", "timeoutMs"}},
 		"browser_frames":     {[]string{"leaseId"}, nil},

@@ -96,6 +96,62 @@ func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
 		}
 	})
 
+	t.Run("reading a frame", func(t *testing.T) {
+		inv := frameList(t, s, l.ID)
+		var nested, nestedChild, site, main browser.Frame
+		byID := map[string]browser.Frame{}
+		for _, f := range inv.Frames {
+			byID[f.ID] = f
+		}
+		for _, f := range inv.Frames {
+			switch p := byID[f.ParentID]; {
+			case f.IsMain:
+				main = f
+			case !p.IsMain && f.ParentID != "":
+				nestedChild, nested = f, p
+			case f.ContextStatus == "unavailable" && site.ID == "":
+				site = f
+			}
+		}
+		observeFrame := func(f browser.Frame, epoch string) (browser.Observation, error) {
+			raw, err := s.Call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID,
+				"frame": map[string]any{"frameId": f.ID, "documentEpoch": epoch}})
+			var o browser.Observation
+			json.Unmarshal(raw, &o)
+			return o, err
+		}
+		o, err := observeFrame(nested, nested.DocumentEpoch)
+		if err != nil {
+			t.Fatalf("observe the same-origin frame: %v", err)
+		}
+		if o.Scope.Kind != "frame" || o.Scope.FrameID != nested.ID || o.DocumentEpoch != nested.DocumentEpoch ||
+			!strings.Contains(strings.Join(o.Text, "|"), "Nested page") || !strings.HasSuffix(o.URL, "/nested") {
+			t.Errorf("frame observation %+v", o)
+		}
+		ref := refOf(t, o, "button", "Nested button")
+		// Its refs are for reading: actions in frames are not implemented.
+		main0 := s.Observe(t, "s", l.ID)
+		res := s.Act(t, "s", main0, l.ID, map[string]any{"kind": "click", "ref": ref})
+		if res.Code != wire.CodeUnsupportedCapability || res.Dispatch != "notDispatched" {
+			t.Errorf("click on a frame's ref: %+v", res)
+		}
+		for _, tc := range []struct {
+			f     browser.Frame
+			epoch string
+			code  wire.Code
+		}{
+			{nestedChild, nestedChild.DocumentEpoch, wire.CodePolicyDenied}, // another origin below the same-origin frame
+			{site, "x:y", wire.CodePolicyDenied},                            // another site: out of sight
+			{main, main.DocumentEpoch, wire.CodeInvalidRequest},
+			{nested, "F:old", wire.CodeStaleTarget},
+			{browser.Frame{ID: "frame-unknown"}, "F:L", wire.CodeStaleTarget},
+		} {
+			if _, err := observeFrame(tc.f, tc.epoch); rpc.CodeOf(err) != tc.code {
+				t.Errorf("observe frame %+v: %v, want %s", tc.f, err, tc.code)
+			}
+		}
+	})
+
 	t.Run("viewport", func(t *testing.T) {
 		shot, img := capture(t, s, l.ID)
 		if shot.Redaction != (browser.Redaction{Policy: "cross-origin-frames", Frames: 6, Regions: 5}) {

@@ -105,9 +105,9 @@ class Reader {
 // read walks the AX tree depth-first from the root (or from the AX node of
 // backendNodeId) with getRootAXNode / getPartialAXTree / getChildAXNodes,
 // walking through ignored nodes without returning them.
-export async function read(send, page, backendNodeId) {
+export async function read(send, page, backendNodeId, frameId) {
   const r = new Reader(send, page);
-  const w = new Walk(r);
+  const w = new Walk(r, { frameId });
   const root = await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
   return r.result();
@@ -162,8 +162,11 @@ export async function readWindow(send, page, { backendNodeId, after, maxNodes })
 // entries of the walk, a few at a time: the walk stays depth-first, but its
 // CDP round trips overlap.
 class Walk {
-  constructor(r, { window = false, maxNodes = Infinity, match } = {}) {
+  constructor(r, { window = false, maxNodes = Infinity, match, frameId } = {}) {
     this.r = r;
+    // frameId: the (in-process) child frame whose document is walked, else
+    // the main frame's.
+    this.frame = frameId === undefined ? {} : { frameId };
     this.window = window;
     this.maxNodes = maxNodes;
     this.match = match; // when set, only matching nodes are returned (findByWalk)
@@ -180,7 +183,7 @@ class Walk {
   async root(backendNodeId) {
     let root;
     if (backendNodeId === undefined) {
-      root = (await this.r.call('Accessibility.getRootAXNode', {})).node;
+      root = (await this.r.call('Accessibility.getRootAXNode', { ...this.frame })).node;
     } else {
       const res = await orFail(this.r.call('Accessibility.getPartialAXTree', { backendNodeId, fetchRelatives: false }), 'STALE_TARGET');
       this.learn(res.nodes);
@@ -197,7 +200,7 @@ class Walk {
 
   fetchKids(id) {
     if (!this.fetched.has(id) && this.r.canCall) {
-      this.fetched.set(id, this.r.call('Accessibility.getChildAXNodes', { id })
+      this.fetched.set(id, this.r.call('Accessibility.getChildAXNodes', { id, ...this.frame })
         .then((res) => res.nodes ?? [], (e) => (e instanceof Error ? e : new Error(String(e)))));
     }
     return this.fetched.get(id);

@@ -13,7 +13,7 @@ import { capture } from './capture.js';
 import { encodeJpeg } from './image.js';
 
 const CAPABILITIES = ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1',
-  'frames.list.v1', 'capture.v1', 'ax.page.v1', ORDERED_IDS];
+  'frames.list.v1', 'capture.v1', 'ax.page.v1', 'ax.read-frame.v1', ORDERED_IDS];
 const REQUIRED_CAPABILITIES = ['runtime.v1'];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
@@ -174,6 +174,28 @@ export function createExtension(chrome, {
     fail('STALE_TARGET');
   }
 
+  // sameOriginFrame returns a child frame's document {documentEpoch, url}
+  // while it is the document the request names (else STALE_TARGET) and it
+  // and every frame above it are of the main document's HTTP(S) origin
+  // (else POLICY_DENIED). Out-of-process frames are not in the tree: STALE.
+  async function sameOriginFrame({ send }, want) {
+    const { frameTree } = await send('Page.getFrameTree', {});
+    const path = (t, trail) => {
+      if (t.frame.id === want.frameId) return [...trail, t.frame];
+      for (const c of t.childFrames ?? []) {
+        const found = path(c, [...trail, t.frame]);
+        if (found) return found;
+      }
+      return undefined;
+    };
+    const frames = path(frameTree, []);
+    if (!frames || frames.length < 2 || frames.at(-1).loaderId !== want.loaderId) fail('STALE_TARGET');
+    const origin = originOf(frames[0].url);
+    if (!isHttp(frames[0].url) || frames.some((f) => f.securityOrigin !== origin)) fail('POLICY_DENIED');
+    const f = frames.at(-1);
+    return { documentEpoch: `${f.id}:${f.loaderId}`, url: f.url };
+  }
+
   // onlyLease: the request is exactly {lease}.
   const onlyLease = (p) => {
     if (Object.keys(p).length !== 1) fail('INVALID_REQUEST');
@@ -218,9 +240,21 @@ export function createExtension(chrome, {
     'lease.revoke': revoke,
     'ax.read': leased(
       ({ request: r }) => {
-        if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0))) fail('INVALID_REQUEST');
+        if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
+            (r.frame !== undefined && !(isObject(r.frame) && nonEmpty(r.frame.frameId) && nonEmpty(r.frame.loaderId) &&
+              Object.keys(r.frame).length === 2 && r.backendNodeId === undefined))) fail('INVALID_REQUEST');
       },
-      (ctx) => oneDocument(ctx, (page) => ax.read(ctx.send, page, ctx.request.backendNodeId)),
+      (ctx) => oneDocument(ctx, async (page) => {
+        const f = ctx.request.frame;
+        if (!f) return ax.read(ctx.send, page, ctx.request.backendNodeId);
+        // A child frame's document, only while it and every frame above it
+        // are of the main document's origin: checked before and after.
+        const before = await sameOriginFrame(ctx, f);
+        const read = await ax.read(ctx.send, { ...page, ...before }, undefined, f.frameId);
+        const after = await sameOriginFrame(ctx, f);
+        if (after.documentEpoch !== before.documentEpoch) fail('STALE_TARGET');
+        return read;
+      }),
     ),
     'ax.find': leased(
       ({ request: r }) => {

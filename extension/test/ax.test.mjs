@@ -217,3 +217,33 @@ test('a walking find stops at 128 matches and says truncated', async () => {
   assert.equal(r.nodes.length, 128);
   assert.equal(r.truncated, true);
 });
+
+test('a read of a child frame: only while it and every frame above it are of the main origin', async () => {
+  const t = await granted();
+  serve(t, [node('1', 'RootWebArea', 'Child', { childIds: ['2'] }), node('2', 'button', 'Inside', { backendDOMNodeId: 20 })]);
+  const frame = (id, origin, loaderId, childFrames = []) => ({ frame: { id, loaderId, url: `${origin}/x`, securityOrigin: origin }, childFrames });
+  let tree;
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: tree }));
+  const same = 'https://a.test';
+  const read = (f) => t.read({ frame: f });
+  tree = { ...frame('F1', same, 'L1', [frame('C1', same, 'LC', [frame('G1', 'https://b.test', 'LG')]), frame('C2', 'https://b.test', 'L2', [frame('G2', same, 'LG2')])]) };
+  tree.frame.url = 'https://a.test/';
+
+  const r = (await read({ frameId: 'C1', loaderId: 'LC' })).value;
+  assert.equal(r.documentEpoch, 'C1:LC');
+  assert.deepEqual(r.nodes.map((n) => n.name), ['Child', 'Inside']);
+  assert.deepEqual(t.chrome.commands.find((c) => c.method === 'Accessibility.getRootAXNode').params, { frameId: 'C1' });
+  assert.ok(t.chrome.commands.filter((c) => c.method === 'Accessibility.getChildAXNodes').every((c) => c.params.frameId === 'C1'));
+
+  const before = t.chrome.commands.length;
+  assert.equal((await read({ frameId: 'G1', loaderId: 'LG' })).code, 'POLICY_DENIED'); // another origin
+  assert.equal((await read({ frameId: 'G2', loaderId: 'LG2' })).code, 'POLICY_DENIED'); // same origin below another
+  assert.equal((await read({ frameId: 'C1', loaderId: 'old' })).code, 'STALE_TARGET'); // another document now
+  assert.equal((await read({ frameId: 'gone', loaderId: 'L' })).code, 'STALE_TARGET');
+  assert.equal((await read({ frameId: 'F1', loaderId: 'L1' })).code, 'STALE_TARGET'); // the main frame is not a child
+  assert.ok(t.chrome.commands.slice(before).every((c) => !c.method.startsWith('Accessibility.')), 'an AX read was sent');
+  for (const bad of [{ frameId: 'C1' }, { frameId: 'C1', loaderId: 'LC', x: 1 }, { frameId: '', loaderId: 'LC' }]) {
+    assert.equal((await read(bad)).code, 'INVALID_REQUEST', JSON.stringify(bad));
+  }
+  assert.equal((await t.read({ frame: { frameId: 'C1', loaderId: 'LC' }, backendNodeId: 20 })).code, 'INVALID_REQUEST');
+});

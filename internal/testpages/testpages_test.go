@@ -41,7 +41,7 @@ func TestPages(t *testing.T) {
 		// {other} and {other-site} stand for the other server's origins.
 		{"/nav", []string{`href="{other}/form"`, `href="{other-site}/form"`, `href="/counter"`}},
 		{"/frames", []string{`src="/swatch"`, `src="{other}/swatch"`, `src="{other-site}/swatch"`, `src="/nested"`, "sandbox srcdoc=", "mode: 'closed'"}},
-		{"/nested", []string{`src="{other}/swatch"`}},
+		{"/nested", []string{`src="{other}/swatch"`, "Nested page", ">Nested button</button>"}},
 		{"/moving", []string{`id="slide"`, `id="glide"`, `src="{other}/swatch"`}},
 		{"/effects", []string{"filter:blur(6px)", `src="{other}/swatch"`}},
 		{"/xhtml", []string{`xmlns="http://www.w3.org/1999/xhtml"`, `src="{other-site}/swatch"`}},
