@@ -19,14 +19,15 @@ type FrameSelector struct {
 	DocumentEpoch string `json:"documentEpoch"`
 }
 
-// observeFrame reads a same-origin child frame's document. The frame must be
+// observeFrame reads a same-origin child frame's document, or its literal
+// matches of a query (a bounded walk of the frame). The frame must be
 // listed now (else STALE_TARGET) and not be the main frame
 // (INVALID_REQUEST); it and every frame above it must be of the main
 // document's origin and in sight (else POLICY_DENIED); it must still show
 // the document the client names (else STALE_TARGET). The provider checks
 // the origins again before and after its read. Refs it hands out are for reading: frame
 // actions are not implemented (UNSUPPORTED_CAPABILITY).
-func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *FrameSelector) (*Observation, error) {
+func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *FrameSelector, q *Query) (*Observation, error) {
 	if !prov.Capable(CapFrameRead) || !prov.Capable(CapFramesList) {
 		return nil, wire.Err(wire.CodeUnsupportedCapability)
 	}
@@ -69,9 +70,14 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 		return nil, wire.Err(wire.CodeStaleTarget)
 	}
 	target := src.Frames[i]
-	raw, err = prov.Call(ctx, "ax.read", map[string]any{"lease": l, "request": map[string]any{
-		"frame": map[string]string{"frameId": target.FrameID, "loaderId": target.LoaderID},
-	}})
+	method, request := "ax.read", map[string]any{"frame": map[string]string{"frameId": target.FrameID, "loaderId": target.LoaderID}}
+	if q != nil {
+		method, request["name"] = "ax.find", q.Name
+		if q.Role != "" {
+			request["role"] = q.Role
+		}
+	}
+	raw, err = prov.Call(ctx, method, map[string]any{"lease": l, "request": request})
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +93,9 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 		DocumentEpoch: read.DocumentEpoch, Revision: p.observedFrame(), Nodes: []NodeRef{}, Text: []string{},
 		Truncated: read.Truncated, Scope: Scope{Kind: "frame", FrameID: sel.FrameID},
 	}
-	project(obs, p.inFrame(read.DocumentEpoch), read.Nodes, false)
+	if q != nil {
+		obs.Scope = Scope{Kind: "query", Query: q, FrameID: sel.FrameID}
+	}
+	project(obs, p.inFrame(read.DocumentEpoch), read.Nodes, q != nil)
 	return obs, nil
 }

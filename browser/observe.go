@@ -129,8 +129,8 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) || textLen(in.Cursor) > 128 {
 		return nil, invalid()
 	}
-	if f := in.Frame; f != nil && (in.Query != nil || !bounded(f.FrameID, 1, 128) || !bounded(f.DocumentEpoch, 1, 512)) {
-		return nil, invalid() // a query inside a frame is not implemented
+	if f := in.Frame; f != nil && (!bounded(f.FrameID, 1, 128) || !bounded(f.DocumentEpoch, 1, 512)) {
+		return nil, invalid()
 	}
 	if q := in.Query; q != nil {
 		if !bounded(q.Name, 1, MaxNameLength) || strings.TrimSpace(q.Name) == "" ||
@@ -151,7 +151,7 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	defer p.release()
 	var obs *Observation
 	if in.Frame != nil {
-		obs, err = r.observeFrame(ctx, l, p, prov, in.Frame)
+		obs, err = r.observeFrame(ctx, l, p, prov, in.Frame, in.Query)
 	} else {
 		obs, err = r.observe(ctx, l, p, in.Query)
 	}

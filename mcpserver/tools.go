@@ -29,7 +29,7 @@ type (
 	ObserveInput struct {
 		LeaseID string                 `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
 		Query   *browser.Query         `json:"query,omitempty" jsonschema:"find elements by exact accessible name (case-sensitive) instead of reading the whole page; use it on big or truncated pages"`
-		Frame   *browser.FrameSelector `json:"frame,omitempty" jsonschema:"read a same-origin child frame instead of the page: its frameId and documentEpoch from browser_frames (not with query)"`
+		Frame   *browser.FrameSelector `json:"frame,omitempty" jsonschema:"read a same-origin child frame instead of the page (with query: search it): its frameId and documentEpoch from browser_frames"`
 	}
 	ActInput struct {
 		LeaseID       string         `json:"leaseId" jsonschema:"the leaseId from browser_claim"`

@@ -129,6 +129,14 @@ func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
 			t.Errorf("frame observation %+v", o)
 		}
 		ref := refOf(t, o, "button", "Nested button")
+		// A query inside the frame finds the same element.
+		raw, err := s.Call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID,
+			"frame": map[string]any{"frameId": nested.ID, "documentEpoch": nested.DocumentEpoch}, "query": map[string]any{"name": "Nested button", "role": "button"}})
+		var q browser.Observation
+		json.Unmarshal(raw, &q)
+		if err != nil || len(q.Nodes) != 1 || q.Nodes[0].ID != ref || q.Scope.Kind != "query" || q.Scope.FrameID != nested.ID {
+			t.Errorf("query in the frame: %s %v", raw, err)
+		}
 		// Its refs are for reading: actions in frames are not implemented.
 		main0 := s.Observe(t, "s", l.ID)
 		res := s.Act(t, "s", main0, l.ID, map[string]any{"kind": "click", "ref": ref})

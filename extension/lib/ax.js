@@ -322,8 +322,8 @@ class Walk {
 }
 
 // find is a literal, case-sensitive search by accessible name (and role).
-export async function find(send, page, name, role, { hidden = false } = {}) {
-  if (hidden) return findByWalk(send, page, name, role);
+export async function find(send, page, name, role, { hidden = false, frameId } = {}) {
+  if (hidden) return findByWalk(send, page, name, role, frameId);
   const r = new Reader(send, page);
   const { root } = await r.call('DOM.getDocument', { depth: 0 });
   const params = { backendNodeId: root.backendNodeId, accessibleName: name };
@@ -338,13 +338,13 @@ export async function find(send, page, name, role, { hidden = false } = {}) {
 }
 
 // findByWalk is find for a tab that is not shown, where Chromium never
-// answers queryAXTree: the bounded walk of read, keeping only the nodes
-// whose name (and role) match. Matches past the walk's budgets are not
+// answers queryAXTree, and for a child frame: the bounded walk of read,
+// keeping only the nodes whose name (and role) match. Matches past the walk's budgets are not
 // found, and the result says truncated.
-async function findByWalk(send, page, name, role) {
+async function findByWalk(send, page, name, role, frameId) {
   const r = new Reader(send, page);
   const match = (n) => String(n.name?.value ?? '') === name && (role === undefined || n.role?.value === role);
-  const w = new Walk(r, { match });
+  const w = new Walk(r, { match, frameId });
   const root = await w.root();
   await w.run([{ id: root.nodeId, depth: 1 }]);
   if (r.nodes.length > MAX_MATCHES) {

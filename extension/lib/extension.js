@@ -196,6 +196,19 @@ export function createExtension(chrome, {
     return { documentEpoch: `${f.id}:${f.loaderId}`, url: f.url };
   }
 
+  const validFrame = (f) => isObject(f) && nonEmpty(f.frameId) && nonEmpty(f.loaderId) && Object.keys(f).length === 2;
+
+  // inFrame runs read on a child frame's document, only while it and every
+  // frame above it are of the main document's origin: checked before and
+  // after.
+  async function inFrame(ctx, page, frame, read) {
+    const before = await sameOriginFrame(ctx, frame);
+    const result = await read({ ...page, ...before });
+    const after = await sameOriginFrame(ctx, frame);
+    if (after.documentEpoch !== before.documentEpoch) fail('STALE_TARGET');
+    return result;
+  }
+
   // onlyLease: the request is exactly {lease}.
   const onlyLease = (p) => {
     if (Object.keys(p).length !== 1) fail('INVALID_REQUEST');
@@ -241,28 +254,28 @@ export function createExtension(chrome, {
     'ax.read': leased(
       ({ request: r }) => {
         if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
-            (r.frame !== undefined && !(isObject(r.frame) && nonEmpty(r.frame.frameId) && nonEmpty(r.frame.loaderId) &&
-              Object.keys(r.frame).length === 2 && r.backendNodeId === undefined))) fail('INVALID_REQUEST');
+            (r.frame !== undefined && !(validFrame(r.frame) && r.backendNodeId === undefined))) fail('INVALID_REQUEST');
       },
-      (ctx) => oneDocument(ctx, async (page) => {
+      (ctx) => oneDocument(ctx, (page) => {
         const f = ctx.request.frame;
         if (!f) return ax.read(ctx.send, page, ctx.request.backendNodeId);
-        // A child frame's document, only while it and every frame above it
-        // are of the main document's origin: checked before and after.
-        const before = await sameOriginFrame(ctx, f);
-        const read = await ax.read(ctx.send, { ...page, ...before }, undefined, f.frameId);
-        const after = await sameOriginFrame(ctx, f);
-        if (after.documentEpoch !== before.documentEpoch) fail('STALE_TARGET');
-        return read;
+        return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, undefined, f.frameId));
       }),
     ),
     'ax.find': leased(
       ({ request: r }) => {
-        if (!isObject(r) || !nonEmpty(r.name) || (r.role !== undefined && !nonEmpty(r.role))) fail('INVALID_REQUEST');
+        if (!isObject(r) || !nonEmpty(r.name) || (r.role !== undefined && !nonEmpty(r.role)) ||
+            (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
       async (ctx) => {
+        const { name, role, frame } = ctx.request;
         const hidden = await notShown(ctx.tab);
-        return oneDocument(ctx, (page) => ax.find(ctx.send, page, ctx.request.name, ctx.request.role, { hidden }));
+        return oneDocument(ctx, (page) => {
+          if (!frame) return ax.find(ctx.send, page, name, role, { hidden });
+          // In a child frame the search walks its tree (queryAXTree starts
+          // from a document node of the main frame).
+          return inFrame(ctx, page, frame, (p) => ax.find(ctx.send, p, name, role, { hidden: true, frameId: frame.frameId }));
+        });
       },
     ),
     'ax.page': leased(

@@ -246,4 +246,12 @@ test('a read of a child frame: only while it and every frame above it are of the
     assert.equal((await read(bad)).code, 'INVALID_REQUEST', JSON.stringify(bad));
   }
   assert.equal((await t.read({ frame: { frameId: 'C1', loaderId: 'LC' }, backendNodeId: 20 })).code, 'INVALID_REQUEST');
+
+  // A find in a frame walks the frame's tree, under the same checks.
+  const found = (await t.find({ name: 'Inside', role: 'button', frame: { frameId: 'C1', loaderId: 'LC' } })).value;
+  assert.deepEqual(found.nodes.map((n) => n.axId), ['2']);
+  assert.equal(found.documentEpoch, 'C1:LC');
+  assert.equal(t.calls('Accessibility.queryAXTree'), 0);
+  assert.equal((await t.find({ name: 'Inside', frame: { frameId: 'G1', loaderId: 'LG' } })).code, 'POLICY_DENIED');
+  assert.equal((await t.find({ name: 'Inside', frame: { frameId: 'C1' } })).code, 'INVALID_REQUEST');
 });
