@@ -99,6 +99,8 @@ func (s *Server) instanceList() []BrowserInstance {
 		caps["frameDiscovery"] = p.Capable(browser.CapFramesList)
 		caps["pageWindows"] = p.Capable(browser.CapAXPage)
 		caps["sameOriginFrameRead"] = p.Capable(browser.CapFrameRead) && p.Capable(browser.CapFramesList)
+		caps["sameOriginFrameQuery"] = caps["sameOriginFrameRead"]
+		caps["sameOriginFrameClick"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapFrameClick)
 		out = append(out, BrowserInstance{
 			ID: in.ID, Family: in.Family, Brand: in.Brand, Version: in.Version,
 			ProfileLabel: in.ProfileLabel, Capabilities: caps,

@@ -53,6 +53,15 @@ type ActionRequest struct {
 	DocumentEpoch string `json:"documentEpoch"`
 	Action        Action `json:"action"`
 	TimeoutMs     *int   `json:"timeoutMs,omitempty"`
+	// Frame acts in a same-origin child frame (a click on a ref from that
+	// frame's observation); DocumentEpoch is then the frame's.
+	Frame *FrameSelector `json:"frame,omitempty"`
+}
+
+// validFrame checks a frame action: a click, on the frame's document.
+func (req *ActionRequest) validFrame() bool {
+	f := req.Frame
+	return f == nil || (req.Action.Kind == "click" && bounded(f.FrameID, 1, 128) && f.DocumentEpoch == req.DocumentEpoch)
 }
 
 // ActionResult is the value of browser.act.
@@ -112,7 +121,7 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 	}
 	req := in.Request
 	if !bounded(in.SessionID, 1, 256) || !bounded(req.RequestID, 1, 128) || strings.HasPrefix(req.RequestID, "batch:") ||
-		!bounded(req.LeaseID, 1, 256) || !bounded(req.DocumentEpoch, 1, 512) || !req.Action.valid() {
+		!bounded(req.LeaseID, 1, 256) || !bounded(req.DocumentEpoch, 1, 512) || !req.Action.valid() || !req.validFrame() {
 		return nil, invalid()
 	}
 	timeout := DefaultActionTimeout
@@ -216,10 +225,21 @@ func (res *ActionResult) refuse(err error) *ActionResult {
 // batch holds one slot for all its steps).
 func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov Provider, req ActionRequest, res *ActionResult) *ActionResult {
 	notDispatched := res.refuse
-	t := p.resolve(req.Action.Ref, req.DocumentEpoch)
+	var frame *sourceFrame
+	if req.Frame != nil {
+		if !prov.Capable(CapFrameClick) {
+			return notDispatched(wire.Err(wire.CodeUnsupportedCapability))
+		}
+		f, err := r.frameTarget(ctx, l, p, prov, req.Frame)
+		if err != nil {
+			return notDispatched(err)
+		}
+		frame = &f
+	}
+	t := p.resolve(req.Action.Ref, req.DocumentEpoch, frame != nil)
 	if t == nil {
-		if p.frameRef(req.Action.Ref) {
-			return notDispatched(wire.Err(wire.CodeUnsupportedCapability)) // actions in frames are not implemented
+		if frame == nil && p.frameRef(req.Action.Ref) {
+			return notDispatched(wire.Err(wire.CodeInvalidRequest)) // a frame's element: the request must name the frame
 		}
 		return notDispatched(wire.Err(wire.CodeStaleTarget))
 	}
@@ -229,6 +249,9 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 	command := map[string]any{
 		"documentEpoch": req.DocumentEpoch,
 		"target":        map[string]any{"backendNodeId": t.BackendNodeID, "role": t.Role, "name": t.Name},
+	}
+	if frame != nil {
+		command["frame"] = map[string]string{"frameId": frame.FrameID, "loaderId": frame.LoaderID}
 	}
 	var method string
 	switch a := req.Action; a.Kind {
@@ -258,13 +281,18 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 	}
 	failpoint.Hit("after-dispatch")
 	res.Dispatch = "dispatched"
-	r.verify(ctx, l, p, req.Action.Expected, res)
+	look := func(q *Query) (*Observation, error) { return r.observe(ctx, l, p, q) }
+	if req.Frame != nil {
+		// Verified in the frame only: the action's scope.
+		look = func(q *Query) (*Observation, error) { return r.observeFrame(ctx, l, p, prov, req.Frame, q) }
+	}
+	r.verify(ctx, p, look, req.Action.Expected, res)
 	return res
 }
 
 // verify observes the page after an action and checks the expectation,
 // re-reading on every page change until the deadline.
-func (r *Runtime) verify(ctx context.Context, l *lease.Lease, p *page, want *Expected, res *ActionResult) {
+func (r *Runtime) verify(ctx context.Context, p *page, look func(*Query) (*Observation, error), want *Expected, res *ActionResult) {
 	res.Outcome, res.Postcondition = "unknown", "unverified"
 	// notSeen is the answer when the deadline ends the wait: the text is
 	// absent from a complete observation (failed), or could be in the part
@@ -276,7 +304,7 @@ func (r *Runtime) verify(ctx context.Context, l *lease.Lease, p *page, want *Exp
 	}
 	for {
 		wake := p.changes()
-		obs, err := r.observe(ctx, l, p, nil)
+		obs, err := look(nil)
 		if err != nil {
 			if want != nil && ctx.Err() != nil {
 				notSeen()
@@ -290,7 +318,7 @@ func (r *Runtime) verify(ctx context.Context, l *lease.Lease, p *page, want *Exp
 		if want == nil {
 			return
 		}
-		if containsText(obs.Text, want.Text) || (obs.Truncated && r.named(ctx, l, p, want.Text)) {
+		if containsText(obs.Text, want.Text) || (obs.Truncated && named(look, want.Text)) {
 			res.Outcome, res.Postcondition = "succeeded", "passed"
 			return
 		}
@@ -307,12 +335,12 @@ func (r *Runtime) verify(ctx context.Context, l *lease.Lease, p *page, want *Exp
 // named looks for the expected text beyond a truncated observation: an
 // element whose accessible name is exactly that text (a bounded, literal
 // search, like a query observation).
-func (r *Runtime) named(ctx context.Context, l *lease.Lease, p *page, text string) bool {
+func named(look func(*Query) (*Observation, error), text string) bool {
 	name := collapse(text)
 	if !bounded(name, 1, MaxNameLength) {
 		return false
 	}
-	q, err := r.observe(ctx, l, p, &Query{Name: name})
+	q, err := look(&Query{Name: name})
 	return err == nil && len(q.Nodes) > 0
 }
 

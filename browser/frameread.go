@@ -8,9 +8,11 @@ import (
 	"github.com/dsh-browser/broker/wire"
 )
 
-// CapFrameRead is the provider capability to read a child frame's document
-// (ax.read with a frame).
-const CapFrameRead = "ax.read-frame.v1"
+// Provider capabilities for child frames.
+const (
+	CapFrameRead  = "ax.read-frame.v1"     // ax.read and ax.find with a frame
+	CapFrameClick = "input.frame-click.v1" // input.click with a frame
+)
 
 // FrameSelector names a child frame and the document the client saw in it,
 // from browser.frames.
@@ -20,56 +22,14 @@ type FrameSelector struct {
 }
 
 // observeFrame reads a same-origin child frame's document, or its literal
-// matches of a query (a bounded walk of the frame). The frame must be
-// listed now (else STALE_TARGET) and not be the main frame
-// (INVALID_REQUEST); it and every frame above it must be of the main
-// document's origin and in sight (else POLICY_DENIED); it must still show
-// the document the client names (else STALE_TARGET). The provider checks
-// the origins again before and after its read. Refs it hands out are for reading: frame
-// actions are not implemented (UNSUPPORTED_CAPABILITY).
+// matches of a query (a bounded walk of the frame), under frameTarget's
+// authority; the provider checks the origins again before and after its
+// read. Its refs can be clicked with a frame action (ActionRequest.Frame).
 func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *FrameSelector, q *Query) (*Observation, error) {
-	if !prov.Capable(CapFrameRead) || !prov.Capable(CapFramesList) {
-		return nil, wire.Err(wire.CodeUnsupportedCapability)
-	}
-	raw, err := prov.Call(ctx, "frames.list", map[string]any{"lease": l})
+	target, err := r.frameTarget(ctx, l, p, prov, sel)
 	if err != nil {
 		return nil, err
 	}
-	var src sourceFrames
-	if err := json.Unmarshal(raw, &src); err != nil {
-		return nil, errInternal()
-	}
-	if err := r.checkOrigin(l, src.URL); err != nil {
-		return nil, err
-	}
-	inv, err := p.inventory(l.Tab, &src)
-	if err != nil {
-		return nil, errInternal()
-	}
-	byID := make(map[string]int, len(inv.Frames))
-	for i, f := range inv.Frames {
-		byID[f.ID] = i
-	}
-	i, ok := byID[sel.FrameID]
-	switch {
-	case !ok:
-		return nil, wire.Err(wire.CodeStaleTarget)
-	case inv.Frames[i].IsMain:
-		return nil, wire.Err(wire.CodeInvalidRequest)
-	}
-	for j := i; ; j = byID[inv.Frames[j].ParentID] {
-		f := inv.Frames[j]
-		if f.OriginRelation != originSame || f.ContextStatus != contextKnown {
-			return nil, wire.Err(wire.CodePolicyDenied)
-		}
-		if f.IsMain {
-			break
-		}
-	}
-	if inv.Frames[i].DocumentEpoch != sel.DocumentEpoch {
-		return nil, wire.Err(wire.CodeStaleTarget)
-	}
-	target := src.Frames[i]
 	method, request := "ax.read", map[string]any{"frame": map[string]string{"frameId": target.FrameID, "loaderId": target.LoaderID}}
 	if q != nil {
 		method, request["name"] = "ax.find", q.Name
@@ -77,7 +37,7 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 			request["role"] = q.Role
 		}
 	}
-	raw, err = prov.Call(ctx, method, map[string]any{"lease": l, "request": request})
+	raw, err := prov.Call(ctx, method, map[string]any{"lease": l, "request": request})
 	if err != nil {
 		return nil, err
 	}
@@ -98,4 +58,55 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 	}
 	project(obs, p.inFrame(read.DocumentEpoch), read.Nodes, q != nil)
 	return obs, nil
+}
+
+// frameTarget checks the authority over a child frame and returns the
+// provider's frame. The frame must be listed now (else STALE_TARGET) and
+// not be the main frame (INVALID_REQUEST); it and every frame above it must
+// be of the main document's origin and in sight (else POLICY_DENIED); it
+// must still show the document the client names (else STALE_TARGET).
+func (r *Runtime) frameTarget(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *FrameSelector) (sourceFrame, error) {
+	var none sourceFrame
+	if !prov.Capable(CapFrameRead) || !prov.Capable(CapFramesList) {
+		return none, wire.Err(wire.CodeUnsupportedCapability)
+	}
+	raw, err := prov.Call(ctx, "frames.list", map[string]any{"lease": l})
+	if err != nil {
+		return none, err
+	}
+	var src sourceFrames
+	if err := json.Unmarshal(raw, &src); err != nil {
+		return none, errInternal()
+	}
+	if err := r.checkOrigin(l, src.URL); err != nil {
+		return none, err
+	}
+	inv, err := p.inventory(l.Tab, &src)
+	if err != nil {
+		return none, errInternal()
+	}
+	byID := make(map[string]int, len(inv.Frames))
+	for i, f := range inv.Frames {
+		byID[f.ID] = i
+	}
+	i, ok := byID[sel.FrameID]
+	switch {
+	case !ok:
+		return none, wire.Err(wire.CodeStaleTarget)
+	case inv.Frames[i].IsMain:
+		return none, wire.Err(wire.CodeInvalidRequest)
+	}
+	for j := i; ; j = byID[inv.Frames[j].ParentID] {
+		f := inv.Frames[j]
+		if f.OriginRelation != originSame || f.ContextStatus != contextKnown {
+			return none, wire.Err(wire.CodePolicyDenied)
+		}
+		if f.IsMain {
+			break
+		}
+	}
+	if inv.Frames[i].DocumentEpoch != sel.DocumentEpoch {
+		return none, wire.Err(wire.CodeStaleTarget)
+	}
+	return src.Frames[i], nil
 }

@@ -145,13 +145,21 @@ func (p *page) frameRef(ref string) bool {
 	return ok && t.frameEpoch != ""
 }
 
-// resolve returns the target of a ref observed in epoch, or nil when the
-// ref is unknown, from another document, or the page has moved on.
-func (p *page) resolve(ref, epoch string) *target {
+// resolve returns the target of a ref observed in epoch — the main
+// document's, or with inFrame a child frame's — or nil when the ref is
+// unknown, from another document, or the page has moved on.
+func (p *page) resolve(ref, epoch string, inFrame bool) *target {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t, ok := p.refs[ref]
-	if !ok || t.epoch != epoch || p.epoch != epoch {
+	switch {
+	case !ok || t.epoch != epoch:
+		return nil
+	case inFrame: // an element of that child frame's document
+		if t.frameEpoch != epoch {
+			return nil
+		}
+	case t.frameEpoch != "" || p.epoch != epoch:
 		return nil
 	}
 	return t

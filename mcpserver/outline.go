@@ -41,7 +41,7 @@ func writeOutline(b *strings.Builder, o *browser.Observation, leaseID string) {
 	}
 	b.WriteByte('\n')
 	if o.Scope.Kind == "frame" {
-		fmt.Fprintf(b, "frame %s (refs here are for reading: actions inside frames are not supported)\n", o.Scope.FrameID)
+		fmt.Fprintf(b, "frame %s (to click a ref here, pass browser_act frame={frameId:%q, documentEpoch:%q}; clicks only)\n", o.Scope.FrameID, o.Scope.FrameID, o.DocumentEpoch)
 	}
 	if o.Scope.Kind == "query" && o.Scope.Query != nil {
 		q := o.Scope.Query

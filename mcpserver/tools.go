@@ -32,11 +32,12 @@ type (
 		Frame   *browser.FrameSelector `json:"frame,omitempty" jsonschema:"read a same-origin child frame instead of the page (with query: search it): its frameId and documentEpoch from browser_frames"`
 	}
 	ActInput struct {
-		LeaseID       string         `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
-		DocumentEpoch string         `json:"documentEpoch" jsonschema:"the documentEpoch of the observation the ref comes from"`
-		Action        browser.Action `json:"action" jsonschema:"what to do, on which element"`
-		RequestID     string         `json:"requestId,omitempty" jsonschema:"identifies this action; omit it for a new action (one is generated and shown in the result); pass the same one again only to retry an action whose result you did not get"`
-		TimeoutMs     *int           `json:"timeoutMs,omitempty" jsonschema:"give up after this many milliseconds (default 10000)"`
+		LeaseID       string                 `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+		DocumentEpoch string                 `json:"documentEpoch" jsonschema:"the documentEpoch of the observation the ref comes from"`
+		Action        browser.Action         `json:"action" jsonschema:"what to do, on which element"`
+		RequestID     string                 `json:"requestId,omitempty" jsonschema:"identifies this action; omit it for a new action (one is generated and shown in the result); pass the same one again only to retry an action whose result you did not get"`
+		TimeoutMs     *int                   `json:"timeoutMs,omitempty" jsonschema:"give up after this many milliseconds (default 10000)"`
+		Frame         *browser.FrameSelector `json:"frame,omitempty" jsonschema:"click inside a same-origin child frame: the frame's frameId and documentEpoch, as in the browser_observe frame call the ref came from (documentEpoch above is then the frame's too); clicks only"`
 	}
 	BatchInput struct {
 		LeaseID       string              `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
@@ -257,7 +258,7 @@ func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput)
 	if in.RequestID == "" {
 		in.RequestID = newRequestID()
 	}
-	r := browser.ActionRequest{RequestID: in.RequestID, LeaseID: in.LeaseID, DocumentEpoch: in.DocumentEpoch, Action: in.Action, TimeoutMs: in.TimeoutMs}
+	r := browser.ActionRequest{RequestID: in.RequestID, LeaseID: in.LeaseID, DocumentEpoch: in.DocumentEpoch, Action: in.Action, TimeoutMs: in.TimeoutMs, Frame: in.Frame}
 	timeout := browser.DefaultActionTimeout
 	if in.TimeoutMs != nil {
 		timeout = time.Duration(*in.TimeoutMs) * time.Millisecond

@@ -85,7 +85,7 @@ func TestSchemas(t *testing.T) {
 		"browser_list":       {nil, []string{"instanceId"}},
 		"browser_claim":      {[]string{"instanceId", "tab"}, nil},
 		"browser_observe":    {[]string{"leaseId"}, []string{"frame", "query"}},
-		"browser_act":        {[]string{"leaseId", "documentEpoch", "action"}, []string{"requestId", "timeoutMs"}},
+		"browser_act":        {[]string{"leaseId", "documentEpoch", "action"}, []string{"frame", "requestId", "timeoutMs"}},
 		"browser_batch":      {[]string{"leaseId", "documentEpoch", "steps"}, []string{"requestId", "timeoutMs"}},
 		"browser_frames":     {[]string{"leaseId"}, nil},
 		"browser_read_page":  {[]string{"leaseId"}, []string{"continuation", "rootRef"}},

@@ -137,11 +137,38 @@ func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
 		if err != nil || len(q.Nodes) != 1 || q.Nodes[0].ID != ref || q.Scope.Kind != "query" || q.Scope.FrameID != nested.ID {
 			t.Errorf("query in the frame: %s %v", raw, err)
 		}
-		// Its refs are for reading: actions in frames are not implemented.
+		// A frame's ref is clicked with the frame named, and verified there.
 		main0 := s.Observe(t, "s", l.ID)
-		res := s.Act(t, "s", main0, l.ID, map[string]any{"kind": "click", "ref": ref})
-		if res.Code != wire.CodeUnsupportedCapability || res.Dispatch != "notDispatched" {
-			t.Errorf("click on a frame's ref: %+v", res)
+		if res := s.Act(t, "s", main0, l.ID, map[string]any{"kind": "click", "ref": ref}); res.Code != wire.CodeInvalidRequest || res.Dispatch != "notDispatched" {
+			t.Errorf("click on a frame's ref without the frame: %+v", res)
+		}
+		frameAct := func(action map[string]any, epoch string, frame browser.Frame) (browser.ActionResult, error) {
+			raw, err := s.Call(t, "browser.act", map[string]any{"sessionId": "s", "request": map[string]any{
+				"requestId": fmt.Sprintf("frame-%d", time.Now().UnixNano()), "leaseId": l.ID, "documentEpoch": epoch,
+				"action": action, "frame": map[string]any{"frameId": frame.ID, "documentEpoch": epoch}}})
+			var r browser.ActionResult
+			json.Unmarshal(raw, &r)
+			return r, err
+		}
+		res, err := frameAct(map[string]any{"kind": "click", "ref": ref, "expected": map[string]any{"kind": "text", "text": "Nested clicks: 1"}},
+			nested.DocumentEpoch, nested)
+		if err != nil || res.Outcome != "succeeded" || res.Postcondition != "passed" || res.Observation == nil || res.Observation.Scope.Kind != "frame" {
+			t.Fatalf("click in the frame: %+v %v", res, err)
+		}
+		if res, err := frameAct(map[string]any{"kind": "fill", "ref": ref, "text": "x"}, nested.DocumentEpoch, nested); rpc.CodeOf(err) != wire.CodeInvalidRequest {
+			t.Errorf("fill in a frame: %+v %v, want INVALID_REQUEST (clicks only)", res, err)
+		}
+		var sameFrame browser.Frame
+		for _, f := range inv.Frames {
+			if !f.IsMain && f.ParentID == main.ID && f.OriginRelation == "same-origin" && f.ID != nested.ID {
+				sameFrame = f
+			}
+		}
+		if res, _ := frameAct(map[string]any{"kind": "click", "ref": ref}, sameFrame.DocumentEpoch, sameFrame); res.Code != wire.CodeStaleTarget {
+			t.Errorf("a frame's ref clicked in another frame: %+v", res)
+		}
+		if res, _ := frameAct(map[string]any{"kind": "click", "ref": ref}, nestedChild.DocumentEpoch, nestedChild); res.Code != wire.CodePolicyDenied || res.Dispatch != "notDispatched" {
+			t.Errorf("a click in a cross-origin frame: %+v", res)
 		}
 		for _, tc := range []struct {
 			f     browser.Frame

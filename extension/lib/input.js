@@ -40,11 +40,16 @@ export function checkRequest(kind, r) {
   if (!validRequest(kind, r)) fail('INVALID_REQUEST');
 }
 
+const validFrame = (f) => isObject(f) && typeof f.frameId === 'string' && f.frameId !== '' &&
+  typeof f.loaderId === 'string' && f.loaderId !== '' && Object.keys(f).length === 2;
+
 function validRequest(kind, r) {
   const t = r?.target;
   if (!isObject(r) || typeof r.documentEpoch !== 'string' || !isObject(t) ||
       !(Number.isInteger(t.backendNodeId) && t.backendNodeId > 0) ||
       typeof t.role !== 'string' || typeof t.name !== 'string') return false;
+  // Only clicks go into child frames.
+  if (r.frame !== undefined && !(kind === 'click' && validFrame(r.frame))) return false;
   switch (kind) {
     case 'click':
       return Number.isFinite(r.x) && Number.isFinite(r.y);
@@ -110,16 +115,18 @@ async function hitTest(gate, send, backendNodeId, x, y) {
 }
 
 // dispatch runs the checks of PROVIDER.md "Input" in order, then the events.
-// The gate itself is checked by send() before every call.
-export async function dispatch(kind, gate, send, r) {
+// The gate itself is checked by send() before every call. current() returns
+// the epoch of the document the target is in now (the main document's, or
+// the child frame's after its origin checks), before and after the checks.
+export async function dispatch(kind, gate, send, r, current = async () => gate.epoch) {
   const t = r.target;
-  if (r.documentEpoch !== gate.epoch) fail('STALE_TARGET');
+  if (r.documentEpoch !== (await current())) fail('STALE_TARGET');
   const { nodes } = await orFail(send('Accessibility.getPartialAXTree', { backendNodeId: t.backendNodeId, fetchRelatives: false }), 'STALE_TARGET');
   const n = nodes?.find((x) => x.backendDOMNodeId === t.backendNodeId);
   if (!n || n.ignored || String(n.role?.value ?? '') !== t.role || String(n.name?.value ?? '') !== t.name) fail('STALE_TARGET');
   if (kind === 'click') await hitTest(gate, send, t.backendNodeId, r.x, r.y);
   else await orFail(send('DOM.focus', { backendNodeId: t.backendNodeId }), 'NOT_ACTIONABLE');
-  if (r.documentEpoch !== gate.epoch) fail('STALE_TARGET'); // navigated while we checked
+  if (r.documentEpoch !== (await current())) fail('STALE_TARGET'); // navigated while we checked
 
   let sent = 0;
   try {

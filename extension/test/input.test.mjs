@@ -158,3 +158,25 @@ test('Stop between the checks and the events dispatches nothing', async () => {
   assert.equal((await t.input('key', { key: 'Enter' })).code, 'LEASE_REVOKED');
   assert.equal(t.dispatched().length, 0);
 });
+
+test('a click in a child frame: only on its document, while it and the frames above it are of the main origin', async () => {
+  const t = await granted();
+  const frame = (id, origin, loaderId, childFrames = []) => ({ frame: { id, loaderId, url: `${origin}/x`, securityOrigin: origin }, childFrames });
+  const tree = frame('F1', 'https://a.test', 'L1', [frame('C1', 'https://a.test', 'LC'), frame('C2', 'https://b.test', 'L2')]);
+  tree.frame.url = 'https://a.test/';
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: tree }));
+  const click = (documentEpoch, f) => t.input('click', { documentEpoch, x: 5, y: 5, frame: f });
+
+  assert.deepEqual((await click('C1:LC', { frameId: 'C1', loaderId: 'LC' })).value, { dispatched: true });
+  assert.equal(t.dispatched().length, 2);
+  for (const [epoch, f, code] of [
+    ['C2:L2', { frameId: 'C2', loaderId: 'L2' }, 'POLICY_DENIED'], // another origin
+    ['C1:old', { frameId: 'C1', loaderId: 'old' }, 'STALE_TARGET'], // the frame shows another document
+    ['F1:L1', { frameId: 'C1', loaderId: 'LC' }, 'STALE_TARGET'], // the main document's epoch for a frame
+    ['C1:LC', { frameId: 'C1' }, 'INVALID_REQUEST'],
+  ]) {
+    assert.equal((await click(epoch, f)).code, code, `${epoch} ${JSON.stringify(f)}`);
+  }
+  assert.equal((await t.input('text', { text: 'x', mode: 'insert', frame: { frameId: 'C1', loaderId: 'LC' } })).code, 'INVALID_REQUEST');
+  assert.equal(t.dispatched().length, 2, 'input was sent after a refusal');
+});
