@@ -27,7 +27,7 @@ var hints = map[wire.Code]string{
 	wire.CodeRequestIDConflict:     "this requestId was already used for a different action: use a new requestId for a new action",
 	wire.CodeJournalFull:           "the broker's action journal is full: wait a while, or ask the user",
 	wire.CodeJournalUnavailable:    "the broker refuses actions until its journal is repaired (reading still works): ask the user to run `broker status`",
-	wire.CodeInvalidRequest:        "the broker refused the arguments: check leaseId, documentEpoch, the ref and the action's fields",
+	wire.CodeInvalidRequest:        "the broker refused the arguments: check leaseId, documentEpoch, the ref and the action's fields (a ref from a frame needs frame, with the frame's documentEpoch)",
 	wire.CodeUnsupportedCapability: "this browser or broker cannot do that: ask the user to update the extension and the broker",
 	wire.CodeProtocolMismatch:      "the broker and `broker mcp` do not match: ask the user to update them together",
 	wire.CodeNavigationFailed:      "the navigation failed: observe the page and decide again",
