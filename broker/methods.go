@@ -100,7 +100,7 @@ func (s *Server) instanceList() []BrowserInstance {
 		caps["pageWindows"] = p.Capable(browser.CapAXPage)
 		caps["sameOriginFrameRead"] = p.Capable(browser.CapFrameRead) && p.Capable(browser.CapFramesList)
 		caps["sameOriginFrameQuery"] = caps["sameOriginFrameRead"]
-		caps["sameOriginFrameClick"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapFrameClick)
+		caps["sameOriginFrameClick"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapFrameInput)
 		out = append(out, BrowserInstance{
 			ID: in.ID, Family: in.Family, Brand: in.Brand, Version: in.Version,
 			ProfileLabel: in.ProfileLabel, Capabilities: caps,

@@ -53,15 +53,15 @@ type ActionRequest struct {
 	DocumentEpoch string `json:"documentEpoch"`
 	Action        Action `json:"action"`
 	TimeoutMs     *int   `json:"timeoutMs,omitempty"`
-	// Frame acts in a same-origin child frame (a click on a ref from that
-	// frame's observation); DocumentEpoch is then the frame's.
+	// Frame acts in a same-origin child frame, on a ref from that frame's
+	// observation; DocumentEpoch is then the frame's.
 	Frame *FrameSelector `json:"frame,omitempty"`
 }
 
-// validFrame checks a frame action: a click, on the frame's document.
+// validFrame checks a frame action: on the frame's document.
 func (req *ActionRequest) validFrame() bool {
 	f := req.Frame
-	return f == nil || (req.Action.Kind == "click" && bounded(f.FrameID, 1, 128) && f.DocumentEpoch == req.DocumentEpoch)
+	return f == nil || (bounded(f.FrameID, 1, 128) && f.DocumentEpoch == req.DocumentEpoch)
 }
 
 // ActionResult is the value of browser.act.
@@ -227,7 +227,7 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 	notDispatched := res.refuse
 	var frame *sourceFrame
 	if req.Frame != nil {
-		if !prov.Capable(CapFrameClick) {
+		if !prov.Capable(CapFrameInput) {
 			return notDispatched(wire.Err(wire.CodeUnsupportedCapability))
 		}
 		f, err := r.frameTarget(ctx, l, p, prov, req.Frame)

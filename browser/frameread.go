@@ -10,8 +10,8 @@ import (
 
 // Provider capabilities for child frames.
 const (
-	CapFrameRead  = "ax.read-frame.v1"     // ax.read and ax.find with a frame
-	CapFrameClick = "input.frame-click.v1" // input.click with a frame
+	CapFrameRead  = "ax.read-frame.v1" // ax.read and ax.find with a frame
+	CapFrameInput = "input.frame.v1"   // input.click, input.text, input.key with a frame
 )
 
 // FrameSelector names a child frame and the document the client saw in it,

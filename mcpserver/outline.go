@@ -41,7 +41,7 @@ func writeOutline(b *strings.Builder, o *browser.Observation, leaseID string) {
 	}
 	b.WriteByte('\n')
 	if o.Scope.Kind == "frame" {
-		fmt.Fprintf(b, "frame %s (to click a ref here, pass browser_act frame={frameId:%q, documentEpoch:%q}; clicks only)\n", o.Scope.FrameID, o.Scope.FrameID, o.DocumentEpoch)
+		fmt.Fprintf(b, "frame %s (to act on a ref here, pass browser_act frame={frameId:%q, documentEpoch:%q} and this documentEpoch)\n", o.Scope.FrameID, o.Scope.FrameID, o.DocumentEpoch)
 	}
 	if o.Scope.Kind == "query" && o.Scope.Query != nil {
 		q := o.Scope.Query

@@ -320,7 +320,7 @@ func TestOutlineOfAFrame(t *testing.T) {
 	o := &browser.Observation{Title: "Nested", URL: "http://127.0.0.1:8080/nested", DocumentEpoch: "C:L",
 		Nodes: []browser.NodeRef{{ID: "r1", Role: "button", Name: "Nested button"}}, Scope: browser.Scope{Kind: "frame", FrameID: "frame-1"}}
 	got := Outline(o, "L")
-	if !strings.Contains(got, `frame frame-1 (to click a ref here, pass browser_act frame={frameId:"frame-1", documentEpoch:"C:L"}; clicks only)`) ||
+	if !strings.Contains(got, `frame frame-1 (to act on a ref here, pass browser_act frame={frameId:"frame-1", documentEpoch:"C:L"} and this documentEpoch)`) ||
 		!strings.Contains(got, `- button "Nested button" [ref=r1]`) {
 		t.Errorf("outline of a frame:\n%s", got)
 	}

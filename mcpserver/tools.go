@@ -37,7 +37,7 @@ type (
 		Action        browser.Action         `json:"action" jsonschema:"what to do, on which element"`
 		RequestID     string                 `json:"requestId,omitempty" jsonschema:"identifies this action; omit it for a new action (one is generated and shown in the result); pass the same one again only to retry an action whose result you did not get"`
 		TimeoutMs     *int                   `json:"timeoutMs,omitempty" jsonschema:"give up after this many milliseconds (default 10000)"`
-		Frame         *browser.FrameSelector `json:"frame,omitempty" jsonschema:"click inside a same-origin child frame: the frame's frameId and documentEpoch, as in the browser_observe frame call the ref came from (documentEpoch above is then the frame's too); clicks only"`
+		Frame         *browser.FrameSelector `json:"frame,omitempty" jsonschema:"act inside a same-origin child frame: the frame's frameId and documentEpoch, as in the browser_observe frame call the ref came from (documentEpoch above is then the frame's too)"`
 	}
 	BatchInput struct {
 		LeaseID       string              `json:"leaseId" jsonschema:"the leaseId from browser_claim"`

@@ -155,8 +155,14 @@ func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
 		if err != nil || res.Outcome != "succeeded" || res.Postcondition != "passed" || res.Observation == nil || res.Observation.Scope.Kind != "frame" {
 			t.Fatalf("click in the frame: %+v %v", res, err)
 		}
-		if res, err := frameAct(map[string]any{"kind": "fill", "ref": ref, "text": "x"}, nested.DocumentEpoch, nested); rpc.CodeOf(err) != wire.CodeInvalidRequest {
-			t.Errorf("fill in a frame: %+v %v, want INVALID_REQUEST (clicks only)", res, err)
+		note := refOf(t, o, "textbox", "Nested note")
+		if res, err := frameAct(map[string]any{"kind": "fill", "ref": note, "text": "typed in a frame",
+			"expected": map[string]any{"kind": "text", "text": "typed in a frame"}}, nested.DocumentEpoch, nested); err != nil || res.Outcome != "succeeded" {
+			t.Errorf("fill in the frame: %+v %v", res, err)
+		}
+		if res, err := frameAct(map[string]any{"kind": "press", "ref": ref, "key": "Enter",
+			"expected": map[string]any{"kind": "text", "text": "Nested clicks: 2"}}, nested.DocumentEpoch, nested); err != nil || res.Outcome != "succeeded" {
+			t.Errorf("Enter on the frame's button: %+v %v", res, err)
 		}
 		var sameFrame browser.Frame
 		for _, f := range inv.Frames {

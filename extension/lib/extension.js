@@ -13,7 +13,7 @@ import { capture } from './capture.js';
 import { encodeJpeg } from './image.js';
 
 const CAPABILITIES = ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1',
-  'frames.list.v1', 'capture.v1', 'ax.page.v1', 'ax.read-frame.v1', 'input.frame-click.v1', ORDERED_IDS];
+  'frames.list.v1', 'capture.v1', 'ax.page.v1', 'ax.read-frame.v1', 'input.frame.v1', ORDERED_IDS];
 const REQUIRED_CAPABILITIES = ['runtime.v1'];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';

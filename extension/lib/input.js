@@ -48,8 +48,7 @@ function validRequest(kind, r) {
   if (!isObject(r) || typeof r.documentEpoch !== 'string' || !isObject(t) ||
       !(Number.isInteger(t.backendNodeId) && t.backendNodeId > 0) ||
       typeof t.role !== 'string' || typeof t.name !== 'string') return false;
-  // Only clicks go into child frames.
-  if (r.frame !== undefined && !(kind === 'click' && validFrame(r.frame))) return false;
+  if (r.frame !== undefined && !validFrame(r.frame)) return false;
   switch (kind) {
     case 'click':
       return Number.isFinite(r.x) && Number.isFinite(r.y);

@@ -159,7 +159,7 @@ test('Stop between the checks and the events dispatches nothing', async () => {
   assert.equal(t.dispatched().length, 0);
 });
 
-test('a click in a child frame: only on its document, while it and the frames above it are of the main origin', async () => {
+test('input in a child frame: only on its document, while it and the frames above it are of the main origin', async () => {
   const t = await granted();
   const frame = (id, origin, loaderId, childFrames = []) => ({ frame: { id, loaderId, url: `${origin}/x`, securityOrigin: origin }, childFrames });
   const tree = frame('F1', 'https://a.test', 'L1', [frame('C1', 'https://a.test', 'LC'), frame('C2', 'https://b.test', 'L2')]);
@@ -177,6 +177,9 @@ test('a click in a child frame: only on its document, while it and the frames ab
   ]) {
     assert.equal((await click(epoch, f)).code, code, `${epoch} ${JSON.stringify(f)}`);
   }
-  assert.equal((await t.input('text', { text: 'x', mode: 'insert', frame: { frameId: 'C1', loaderId: 'LC' } })).code, 'INVALID_REQUEST');
   assert.equal(t.dispatched().length, 2, 'input was sent after a refusal');
+  // Text and keys go into the frame the same way, after focusing the target.
+  assert.equal((await t.input('text', { documentEpoch: 'C1:LC', text: 'x', mode: 'insert', frame: { frameId: 'C1', loaderId: 'LC' } })).ok, true);
+  assert.equal((await t.input('key', { documentEpoch: 'C2:L2', key: 'Enter', frame: { frameId: 'C2', loaderId: 'L2' } })).code, 'POLICY_DENIED');
+  assert.deepEqual(t.dispatched().slice(2).map((c) => c.method), ['Input.insertText']);
 });
