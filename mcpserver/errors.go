@@ -47,7 +47,7 @@ var methodHints = map[string]map[wire.Code]string{
 	},
 	"browser.capture": {
 		wire.CodeStaleTarget:           "the page kept changing while it was captured: wait a moment and call browser_screenshot again",
-		wire.CodeUnsupportedCapability: "this page cannot be captured safely here (it is pinch-zoomed, or the browser or extension cannot capture): work from browser_observe",
+		wire.CodeUnsupportedCapability: "this page cannot be captured safely here (it is pinch-zoomed, it reflects or SVG-filters a cross-origin frame, or the browser or extension cannot capture): work from browser_observe",
 		wire.CodeQueueFull:             "the screenshot is too large to send, or too many are in flight: work from browser_observe",
 		wire.CodeNotActionable:         "the tab is not shown (another tab is in front, or its window is minimized) and a hidden tab cannot be captured: ask the user to bring it to the front, or work from browser_observe",
 		wire.CodeDeadlineExceeded:      "the capture did not finish in time: try once more, else work from browser_observe",

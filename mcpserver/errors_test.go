@@ -32,7 +32,7 @@ func TestHints(t *testing.T) {
 	// A capture's refusals have hints of their own; other codes fall back.
 	for code, want := range map[wire.Code]string{
 		wire.CodeStaleTarget:           "the page kept changing while it was captured: wait a moment and call browser_screenshot again",
-		wire.CodeUnsupportedCapability: "this page cannot be captured safely here (it is pinch-zoomed, or the browser or extension cannot capture): work from browser_observe",
+		wire.CodeUnsupportedCapability: "this page cannot be captured safely here (it is pinch-zoomed, it reflects or SVG-filters a cross-origin frame, or the browser or extension cannot capture): work from browser_observe",
 		wire.CodeQueueFull:             "the screenshot is too large to send",
 		wire.CodeLeaseRevoked:          Hint(wire.CodeLeaseRevoked),
 	} {
