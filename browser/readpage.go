@@ -55,13 +55,15 @@ type readPageParams struct {
 }
 
 type readPageOptions struct {
-	RootRef      string `json:"rootRef,omitempty"`
-	Continuation string `json:"continuation,omitempty"`
+	RootRef      string         `json:"rootRef,omitempty"`
+	Continuation string         `json:"continuation,omitempty"`
+	Frame        *FrameSelector `json:"frame,omitempty"` // a same-origin child frame's document
 }
 
 // traversal is where a reading stopped: what a continuation stands for. It
 // holds node identities only, never page text.
 type traversal struct {
+	frame   string // the public frame ID, for a reading of a child frame
 	epoch   string
 	rootRef string
 	backend int64    // the root element's backend node, 0 for the document
@@ -101,7 +103,8 @@ func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage
 	if in.Options != nil {
 		opts = *in.Options
 	}
-	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) || textLen(opts.RootRef) > 128 || textLen(opts.Continuation) > 128 {
+	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) || textLen(opts.RootRef) > 128 || textLen(opts.Continuation) > 128 ||
+		(opts.Frame != nil && (!bounded(opts.Frame.FrameID, 1, 128) || !bounded(opts.Frame.DocumentEpoch, 1, 512))) {
 		return nil, invalid()
 	}
 	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
@@ -111,6 +114,18 @@ func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage
 			return nil, err
 		}
 		request := map[string]any{"maxNodes": windowNodes}
+		var minter refMinter = p
+		if opts.Frame != nil {
+			if !prov.Capable(CapFrameRead) {
+				return nil, wire.Err(wire.CodeUnsupportedCapability)
+			}
+			f, err := r.frameTarget(ctx, l, p, prov, opts.Frame)
+			if err != nil {
+				return nil, err
+			}
+			request["frame"] = map[string]string{"frameId": f.FrameID, "loaderId": f.LoaderID}
+			minter = p.inFrame(opts.Frame.DocumentEpoch)
+		}
 		if tr.backend != 0 {
 			request["backendNodeId"] = tr.backend
 		}
@@ -133,18 +148,22 @@ func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage
 			return nil, wire.Err(wire.CodeStaleTarget)
 		}
 		w := &PageWindow{
-			Tab: l.Tab, URL: read.URL, Title: read.Title, DocumentEpoch: read.DocumentEpoch,
-			Revision: p.observed(read.DocumentEpoch), Nodes: []NodeRef{}, Text: []string{},
+			Tab: l.Tab, URL: read.URL, Title: read.Title, DocumentEpoch: read.DocumentEpoch, Nodes: []NodeRef{}, Text: []string{},
 			Scope: Scope{Kind: "document"}, Page: PageInfo{Index: tr.index, Incomplete: read.Truncated},
 		}
-		if tr.rootRef != "" {
-			w.Scope = Scope{Kind: "subtree", RootRef: tr.rootRef}
+		if tr.frame != "" {
+			w.Revision, w.Scope = p.observedFrame(), Scope{Kind: "frame", FrameID: tr.frame}
+		} else {
+			w.Revision = p.observed(read.DocumentEpoch)
 		}
-		next, incomplete := projectWindow(w, p, tr.after, &read)
+		if tr.rootRef != "" {
+			w.Scope = Scope{Kind: "subtree", RootRef: tr.rootRef, FrameID: tr.frame}
+		}
+		next, incomplete := projectWindow(w, minter, tr.after, &read)
 		w.Page.Incomplete = w.Page.Incomplete || incomplete
 		if next != nil {
 			token, err := p.keepReading(&traversal{
-				epoch: read.DocumentEpoch, rootRef: tr.rootRef, backend: tr.backend, after: next,
+				frame: tr.frame, epoch: read.DocumentEpoch, rootRef: tr.rootRef, backend: tr.backend, after: next,
 				index: tr.index + 1, expires: r.now().Add(ContinuationTTL),
 			}, r.now())
 			if err != nil {
@@ -162,18 +181,26 @@ func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage
 func (p *page) startReading(opts readPageOptions, now time.Time) (*traversal, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// The document read: the main one, or the child frame's.
+	frame, epoch := "", p.epoch
+	if f := opts.Frame; f != nil {
+		frame, epoch = f.FrameID, f.DocumentEpoch
+	}
 	if opts.Continuation != "" {
 		tr, ok := p.traversals[opts.Continuation]
 		delete(p.traversals, opts.Continuation)
-		if !ok || now.After(tr.expires) || tr.rootRef != opts.RootRef || tr.epoch != p.epoch {
+		if !ok || now.After(tr.expires) || tr.rootRef != opts.RootRef || tr.frame != frame || tr.epoch != epoch {
 			return nil, wire.Err(wire.CodeStaleTarget)
 		}
 		return tr, nil
 	}
-	tr := &traversal{rootRef: opts.RootRef}
+	tr := &traversal{frame: frame, rootRef: opts.RootRef}
+	if frame != "" {
+		tr.epoch = epoch // a frame's window must come from the document the client names
+	}
 	if opts.RootRef != "" {
 		t, ok := p.refs[opts.RootRef]
-		if !ok || t.epoch != p.epoch {
+		if !ok || t.epoch != epoch || (frame != "") != (t.frameEpoch != "") {
 			return nil, wire.Err(wire.CodeStaleTarget)
 		}
 		tr.backend = t.BackendNodeID
@@ -218,7 +245,7 @@ func rootStands(tr *traversal, p *page, nodes []windowNode) bool {
 // whether entries were dropped. A window cut by the budgets resumes right
 // before its first entry that did not fit, so nothing is skipped or read
 // twice.
-func projectWindow(w *PageWindow, p *page, after []string, read *windowRead) (next []string, incomplete bool) {
+func projectWindow(w *PageWindow, p refMinter, after []string, read *windowRead) (next []string, incomplete bool) {
 	entries, regions, bytes := 0, 0, 0
 	for i, n := range read.Nodes {
 		e, ok := entryOf(n.axNode, false)

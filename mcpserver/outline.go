@@ -132,6 +132,9 @@ func RenderWindow(w *browser.PageWindow, leaseID string) string {
 	if w.Scope.Kind == "subtree" {
 		fmt.Fprintf(&b, " of the region %s", w.Scope.RootRef)
 	}
+	if w.Scope.FrameID != "" {
+		fmt.Fprintf(&b, " in frame %s", w.Scope.FrameID)
+	}
 	if w.Page.Continuation != "" {
 		b.WriteString(" (more follows)")
 	} else {
@@ -165,6 +168,9 @@ func RenderWindow(w *browser.PageWindow, leaseID string) string {
 		fmt.Fprintf(&b, "next: browser_read_page leaseId=%s", leaseID)
 		if w.Scope.Kind == "subtree" {
 			fmt.Fprintf(&b, " rootRef=%s", w.Scope.RootRef)
+		}
+		if w.Scope.FrameID != "" {
+			fmt.Fprintf(&b, " frame={frameId:%q, documentEpoch:%q}", w.Scope.FrameID, w.DocumentEpoch)
 		}
 		fmt.Fprintf(&b, " continuation=%s (single use, within 2 minutes)\n", w.Page.Continuation)
 	}

@@ -314,6 +314,15 @@ next: browser_read_page leaseId=L continuation=pabc (single use, within 2 minute
 	if strings.Contains(got, "next:") {
 		t.Errorf("a last window names a next one:\n%s", got)
 	}
+	// A frame's window says so, and its next call repeats the frame.
+	w.Scope = browser.Scope{Kind: "frame", FrameID: "frame-1"}
+	w.Page = browser.PageInfo{Index: 0, Continuation: "pnext"}
+	got = RenderWindow(w, "L")
+	for _, s := range []string{"window 1 in frame frame-1 (more follows)", `next: browser_read_page leaseId=L frame={frameId:"frame-1", documentEpoch:"F:L"} continuation=pnext`} {
+		if !strings.Contains(got, s) {
+			t.Errorf("no %q in\n%s", s, got)
+		}
+	}
 }
 
 func TestOutlineOfAFrame(t *testing.T) {

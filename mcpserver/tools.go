@@ -47,9 +47,10 @@ type (
 		RequestID     string              `json:"requestId,omitempty" jsonschema:"identifies this batch; as for browser_act: omit it for a new batch, reuse it only to retry one whose result you did not get"`
 	}
 	ReadPageInput struct {
-		LeaseID      string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
-		RootRef      string `json:"rootRef,omitempty" jsonschema:"read only this region or element: a ref from an earlier browser_read_page window; omit it to read the whole page"`
-		Continuation string `json:"continuation,omitempty" jsonschema:"the continuation from the previous window, to read the next one (single use, valid 2 minutes); omit it to start at the top"`
+		LeaseID      string                 `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+		RootRef      string                 `json:"rootRef,omitempty" jsonschema:"read only this region or element: a ref from an earlier browser_read_page window; omit it to read the whole page"`
+		Continuation string                 `json:"continuation,omitempty" jsonschema:"the continuation from the previous window, to read the next one (single use, valid 2 minutes); omit it to start at the top"`
+		Frame        *browser.FrameSelector `json:"frame,omitempty" jsonschema:"read a same-origin child frame instead of the page: its frameId and documentEpoch from browser_frames (repeat it with the continuation)"`
 	}
 	FramesInput struct {
 		LeaseID string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
@@ -310,12 +311,15 @@ func (s *Server) batch(ctx context.Context, req *mcp.CallToolRequest, in BatchIn
 func (s *Server) readPage(ctx context.Context, req *mcp.CallToolRequest, in ReadPageInput) (*mcp.CallToolResult, any, error) {
 	se := s.session(req.Session)
 	params := map[string]any{"sessionId": se.id, "leaseId": in.LeaseID}
-	opts := map[string]string{}
+	opts := map[string]any{}
 	if in.RootRef != "" {
 		opts["rootRef"] = in.RootRef
 	}
 	if in.Continuation != "" {
 		opts["continuation"] = in.Continuation
+	}
+	if in.Frame != nil {
+		opts["frame"] = in.Frame
 	}
 	if len(opts) > 0 {
 		params["options"] = opts

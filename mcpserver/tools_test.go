@@ -88,7 +88,7 @@ func TestSchemas(t *testing.T) {
 		"browser_act":        {[]string{"leaseId", "documentEpoch", "action"}, []string{"frame", "requestId", "timeoutMs"}},
 		"browser_batch":      {[]string{"leaseId", "documentEpoch", "steps"}, []string{"requestId", "timeoutMs"}},
 		"browser_frames":     {[]string{"leaseId"}, nil},
-		"browser_read_page":  {[]string{"leaseId"}, []string{"continuation", "rootRef"}},
+		"browser_read_page":  {[]string{"leaseId"}, []string{"continuation", "frame", "rootRef"}},
 		"browser_screenshot": {[]string{"leaseId"}, nil},
 		"browser_handoff":    {[]string{"leaseId"}, nil},
 	} {

@@ -137,6 +137,20 @@ func TestE2ECaptureRedactsForeignFrames(t *testing.T) {
 		if err != nil || len(q.Nodes) != 1 || q.Nodes[0].ID != ref || q.Scope.Kind != "query" || q.Scope.FrameID != nested.ID {
 			t.Errorf("query in the frame: %s %v", raw, err)
 		}
+		// The frame read window by window.
+		raw, err = s.Call(t, "browser.readPage", map[string]any{"sessionId": "s", "leaseId": l.ID,
+			"options": map[string]any{"frame": map[string]any{"frameId": nested.ID, "documentEpoch": nested.DocumentEpoch}}})
+		var w browser.PageWindow
+		json.Unmarshal(raw, &w)
+		if err != nil || w.Scope.Kind != "frame" || w.Scope.FrameID != nested.ID || w.Page.Continuation != "" ||
+			len(w.Nodes) == 0 || w.Nodes[0].Name != "Nested button" || w.DocumentEpoch != nested.DocumentEpoch {
+			t.Errorf("readPage of the frame: %s %v", raw, err)
+		}
+		if _, err := s.Call(t, "browser.readPage", map[string]any{"sessionId": "s", "leaseId": l.ID,
+			"options": map[string]any{"frame": map[string]any{"frameId": nestedChild.ID, "documentEpoch": nestedChild.DocumentEpoch}}}); rpc.CodeOf(err) != wire.CodePolicyDenied {
+			t.Errorf("readPage of a cross-origin frame: %v, want POLICY_DENIED", err)
+		}
+
 		// A frame's ref is clicked with the frame named, and verified there.
 		main0 := s.Observe(t, "s", l.ID)
 		if res := s.Act(t, "s", main0, l.ID, map[string]any{"kind": "click", "ref": ref}); res.Code != wire.CodeInvalidRequest || res.Dispatch != "notDispatched" {

@@ -162,13 +162,15 @@ func TestE2EReadPageWindows(t *testing.T) {
 	t.Run("options", func(t *testing.T) {
 		// 128 characters is a continuation that could exist (and does not);
 		// 129 is malformed.
-		for _, opts := range []map[string]any{{"continuation": strings.Repeat("p", 128)}, {"rootRef": strings.Repeat("r", 128)}} {
+		for _, opts := range []map[string]any{{"continuation": strings.Repeat("p", 128)}, {"rootRef": strings.Repeat("r", 128)},
+			{"frame": map[string]any{"frameId": "f", "documentEpoch": "e"}}} {
 			if _, err := readPage(t, s, l.ID, opts); rpc.CodeOf(err) != wire.CodeStaleTarget {
 				t.Errorf("options %v: %v, want STALE_TARGET", opts, err)
 			}
 		}
 		for _, opts := range []any{
-			map[string]any{"frame": map[string]any{"frameId": "f", "documentEpoch": "e"}},
+			map[string]any{"frame": map[string]any{"frameId": "f"}},
+			map[string]any{"frame": map[string]any{"frameId": strings.Repeat("f", 129), "documentEpoch": "e"}},
 			map[string]any{"continuation": strings.Repeat("p", 129)},
 			map[string]any{"rootRef": strings.Repeat("r", 129)},
 			"document",

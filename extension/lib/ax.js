@@ -127,9 +127,9 @@ const MAX_CHAIN_BYTES = 16 + BUDGET.depth * (64 * 6 + 3); // \u-escaped at worst
 // last node handled when the walk has more; its absence means the walk is
 // done. A chain that no longer leads down the tree is STALE_TARGET: the page
 // changed under the traversal.
-export async function readWindow(send, page, { backendNodeId, after, maxNodes }) {
+export async function readWindow(send, page, { backendNodeId, after, maxNodes, frameId }) {
   const r = new Reader(send, page, WINDOW.calls, MAX_CHAIN_BYTES);
-  const w = new Walk(r, { window: true, maxNodes });
+  const w = new Walk(r, { window: true, maxNodes, frameId });
   const root = await w.root(backendNodeId);
   const stack = [];
   if (!after) {

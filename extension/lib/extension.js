@@ -290,9 +290,14 @@ export function createExtension(chrome, {
         if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
             (r.after !== undefined && !(Array.isArray(r.after) && r.after.length >= 1 && r.after.length <= ax.BUDGET.depth && r.after.every(id))) ||
             !(Number.isInteger(r.maxNodes) && r.maxNodes >= 1 && r.maxNodes <= ax.WINDOW.maxNodes) ||
-            Object.keys(r).some((k) => !['backendNodeId', 'after', 'maxNodes'].includes(k))) fail('INVALID_REQUEST');
+            (r.frame !== undefined && !validFrame(r.frame)) ||
+            Object.keys(r).some((k) => !['backendNodeId', 'after', 'maxNodes', 'frame'].includes(k))) fail('INVALID_REQUEST');
       },
-      (ctx) => oneDocument(ctx, (page) => ax.readWindow(ctx.send, page, ctx.request)),
+      (ctx) => oneDocument(ctx, (page) => {
+        const { frame, ...request } = ctx.request;
+        if (!frame) return ax.readWindow(ctx.send, page, request);
+        return inFrame(ctx, page, frame, (p) => ax.readWindow(ctx.send, p, { ...request, frameId: frame.frameId }));
+      }),
     ),
     'frames.list': leased(onlyLease, frameList),
     capture: leased(onlyLease, async (ctx) => {
