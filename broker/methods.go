@@ -101,6 +101,7 @@ func (s *Server) instanceList() []BrowserInstance {
 		caps["sameOriginFrameRead"] = p.Capable(browser.CapFrameRead) && p.Capable(browser.CapFramesList)
 		caps["sameOriginFrameQuery"] = caps["sameOriginFrameRead"]
 		caps["sameOriginFrameClick"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapFrameInput)
+		caps["sameOriginFramePage"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapAXPage)
 		out = append(out, BrowserInstance{
 			ID: in.ID, Family: in.Family, Brand: in.Brand, Version: in.Version,
 			ProfileLabel: in.ProfileLabel, Capabilities: caps,
