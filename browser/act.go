@@ -251,7 +251,7 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 		"target":        map[string]any{"backendNodeId": t.BackendNodeID, "role": t.Role, "name": t.Name},
 	}
 	if frame != nil {
-		command["frame"] = map[string]string{"frameId": frame.FrameID, "loaderId": frame.LoaderID}
+		command["frame"] = frame.document()
 	}
 	var method string
 	switch a := req.Action; a.Kind {

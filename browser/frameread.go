@@ -30,20 +30,9 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 	if err != nil {
 		return nil, err
 	}
-	method, request := "ax.read", map[string]any{"frame": map[string]string{"frameId": target.FrameID, "loaderId": target.LoaderID}}
-	if q != nil {
-		method, request["name"] = "ax.find", q.Name
-		if q.Role != "" {
-			request["role"] = q.Role
-		}
-	}
-	raw, err := prov.Call(ctx, method, map[string]any{"lease": l, "request": request})
+	read, err := r.readAX(ctx, prov, l, q, target.document())
 	if err != nil {
 		return nil, err
-	}
-	var read axRead
-	if err := json.Unmarshal(raw, &read); err != nil {
-		return nil, errInternal()
 	}
 	if read.DocumentEpoch != sel.DocumentEpoch {
 		return nil, wire.Err(wire.CodeStaleTarget)

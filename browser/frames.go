@@ -68,6 +68,11 @@ type sourceFrame struct {
 	Local    bool   `json:"local"` // the provider can see the frame's document
 }
 
+// document names the frame's current document to the provider.
+func (f sourceFrame) document() map[string]string {
+	return map[string]string{"frameId": f.FrameID, "loaderId": f.LoaderID}
+}
+
 type leaseParams struct {
 	SessionID string `json:"sessionId"`
 	LeaseID   string `json:"leaseId"`

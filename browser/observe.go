@@ -192,21 +192,9 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *Query
 	if err != nil {
 		return nil, err
 	}
-	method, request := "ax.read", map[string]any{}
-	if q != nil {
-		method, request = "ax.find", map[string]any{"name": q.Name}
-		if q.Role != "" {
-			request["role"] = q.Role
-		}
-	}
-	raw, err := prov.Call(ctx, method, map[string]any{"lease": l, "request": request})
+	read, err := r.readAX(ctx, prov, l, q, nil)
 	if err != nil {
 		return nil, err
-	}
-	var read axRead
-	if err := json.Unmarshal(raw, &read); err != nil || read.DocumentEpoch == "" {
-		r.log.Warn("provider sent a malformed AX read", "method", method, "err", err)
-		return nil, errInternal()
 	}
 	if err := r.checkOrigin(l, read.URL); err != nil {
 		return nil, err
@@ -221,6 +209,31 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *Query
 	}
 	project(obs, p, read.Nodes, q != nil)
 	return obs, nil
+}
+
+// readAX asks the provider for the page's AX nodes (ax.read), or for the
+// literal matches of q (ax.find); frame names a child frame's document.
+func (r *Runtime) readAX(ctx context.Context, prov Provider, l *lease.Lease, q *Query, frame map[string]string) (*axRead, error) {
+	method, request := "ax.read", map[string]any{}
+	if q != nil {
+		method, request["name"] = "ax.find", q.Name
+		if q.Role != "" {
+			request["role"] = q.Role
+		}
+	}
+	if frame != nil {
+		request["frame"] = frame
+	}
+	raw, err := prov.Call(ctx, method, map[string]any{"lease": l, "request": request})
+	if err != nil {
+		return nil, err
+	}
+	var read axRead
+	if err := json.Unmarshal(raw, &read); err != nil || read.DocumentEpoch == "" {
+		r.log.Warn("provider sent a malformed AX read", "method", method, "err", err)
+		return nil, errInternal()
+	}
+	return &read, nil
 }
 
 // checkOrigin ends an origin-scoped lease whose tab now shows another

@@ -123,7 +123,7 @@ func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage
 			if err != nil {
 				return nil, err
 			}
-			request["frame"] = map[string]string{"frameId": f.FrameID, "loaderId": f.LoaderID}
+			request["frame"] = f.document()
 			minter = p.inFrame(opts.Frame.DocumentEpoch)
 		}
 		if tr.backend != 0 {
