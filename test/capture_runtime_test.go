@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/internal/testenv"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
@@ -28,6 +29,18 @@ func startCapable(t *testing.T, b *testenv.Broker, id string) *scripted {
 	return s
 }
 
+// leasedPage starts a broker with a scripted provider (start) showing
+// standardPage, claims its tab for session "s" and returns the provider,
+// the client, the lease and the page's document epoch.
+func leasedPage(t *testing.T, start func(*testing.T, *testenv.Broker, string) *scripted) (*scripted, *client.Client, browser.LeaseResult, string) {
+	b := testenv.StartBroker(t)
+	s := start(t, b, "inst")
+	epoch, text := "F:L1", []string{"DSH demo"}
+	standardPage(s, &epoch, &text)
+	c := b.Client(t, testenv.ClientOptions())
+	return s, c, claimTab(t, c, "s"), epoch
+}
+
 // jpegOf returns base64 of n bytes that start like a JPEG.
 func jpegOf(n int) string {
 	b := make([]byte, n)
@@ -37,12 +50,7 @@ func jpegOf(n int) string {
 
 func TestCaptureChecksWhatTheProviderSends(t *testing.T) {
 	t.Parallel()
-	b := testenv.StartBroker(t)
-	s := startCapable(t, b, "inst")
-	epoch, text := "F:L1", []string{"DSH demo"}
-	standardPage(s, &epoch, &text)
-	c := b.Client(t, testenv.ClientOptions())
-	l := claimTab(t, c, "s")
+	s, c, l, epoch := leasedPage(t, startCapable)
 	params := map[string]any{"sessionId": "s", "leaseId": l.ID}
 
 	shot := func(mut func(map[string]any)) map[string]any {
@@ -124,12 +132,7 @@ func TestCaptureChecksWhatTheProviderSends(t *testing.T) {
 
 func TestFramesChecksWhatTheProviderSends(t *testing.T) {
 	t.Parallel()
-	b := testenv.StartBroker(t)
-	s := startCapable(t, b, "inst")
-	epoch, text := "F:L1", []string{"DSH demo"}
-	standardPage(s, &epoch, &text)
-	c := b.Client(t, testenv.ClientOptions())
-	l := claimTab(t, c, "s")
+	s, c, l, epoch := leasedPage(t, startCapable)
 	params := map[string]any{"sessionId": "s", "leaseId": l.ID}
 
 	main := map[string]any{"frameId": "F", "loaderId": "L1", "origin": "https://app.test", "local": true}
@@ -227,12 +230,7 @@ func TestFramesChecksWhatTheProviderSends(t *testing.T) {
 
 func TestCaptureNeedsTheProviderCapability(t *testing.T) {
 	t.Parallel()
-	b := testenv.StartBroker(t)
-	s := startScripted(t, b, "inst") // the required capabilities only
-	epoch, text := "F:L1", []string{"DSH demo"}
-	standardPage(s, &epoch, &text)
-	c := b.Client(t, testenv.ClientOptions())
-	l := claimTab(t, c, "s")
+	s, c, l, _ := leasedPage(t, startScripted) // the required capabilities only
 	params := map[string]any{"sessionId": "s", "leaseId": l.ID}
 	for _, m := range []string{"browser.capture", "browser.frames"} {
 		if _, err := c.Call(context.Background(), m, params); rpc.CodeOf(err) != wire.CodeUnsupportedCapability {
