@@ -8,7 +8,6 @@ import (
 	"net/url"
 
 	"github.com/dsh-browser/broker/lease"
-	"github.com/dsh-browser/broker/wire"
 )
 
 // FrameInventory is the value of browser.frames: metadata of the leased
@@ -71,46 +70,6 @@ type sourceFrame struct {
 // document names the frame's current document to the provider.
 func (f sourceFrame) document() map[string]string {
 	return map[string]string{"frameId": f.FrameID, "loaderId": f.LoaderID}
-}
-
-type leaseParams struct {
-	SessionID string `json:"sessionId"`
-	LeaseID   string `json:"leaseId"`
-}
-
-// onPage decodes {sessionId, leaseId}, finds the caller's live lease on a
-// provider with capability (when not empty) and runs fn in the page's queue
-// under ProviderTimeout.
-func (r *Runtime) onPage(ctx context.Context, c Client, params json.RawMessage, capability string,
-	fn func(context.Context, *lease.Lease, *page, Provider) (any, error)) (any, error) {
-	var in leaseParams
-	if err := decodeParams(params, &in); err != nil {
-		return nil, err
-	}
-	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) {
-		return nil, invalid()
-	}
-	return r.withPage(ctx, lease.Owner{Conn: c.ConnID(), Session: in.SessionID}, in.LeaseID, capability, fn)
-}
-
-// withPage finds owner's live lease on a provider with capability (when not
-// empty) and runs fn in the page's queue under ProviderTimeout.
-func (r *Runtime) withPage(ctx context.Context, owner lease.Owner, leaseID, capability string,
-	fn func(context.Context, *lease.Lease, *page, Provider) (any, error)) (any, error) {
-	l, p, prov, err := r.leased(owner, leaseID)
-	if err != nil {
-		return nil, err
-	}
-	if capability != "" && !prov.Capable(capability) {
-		return nil, wire.Err(wire.CodeUnsupportedCapability)
-	}
-	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
-	defer cancel()
-	if !p.acquire(ctx.Done()) {
-		return nil, wire.Err(wire.CodeDeadlineExceeded)
-	}
-	defer p.release()
-	return fn(ctx, l, p, prov)
 }
 
 // Frames lists the leased tab's frames (metadata only).

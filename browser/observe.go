@@ -169,23 +169,6 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	return since(base, obs), nil
 }
 
-// leased returns owner's live lease, its page and its browser.
-func (r *Runtime) leased(owner lease.Owner, leaseID string) (*lease.Lease, *page, Provider, error) {
-	l, err := r.leases.Get(owner, leaseID)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	p := r.page(leaseID)
-	if p == nil {
-		return nil, nil, nil, wire.Err(wire.CodeLeaseRevoked)
-	}
-	prov, err := r.provider(l.InstanceID)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return l, p, prov, nil
-}
-
 // observe reads and projects the page. The caller holds the page's queue.
 func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *Query) (*Observation, error) {
 	prov, err := r.provider(l.InstanceID)

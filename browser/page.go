@@ -1,9 +1,12 @@
 package browser
 
 import (
+	"context"
+	"encoding/json"
 	"sync"
 
 	"github.com/dsh-browser/broker/lease"
+	"github.com/dsh-browser/broker/wire"
 )
 
 // MaxRefs bounds the refs remembered per lease.
@@ -188,4 +191,61 @@ type frameMinter struct {
 func (m frameMinter) ref(t target) string {
 	t.frameEpoch = m.epoch
 	return m.p.ref(t)
+}
+
+// leased returns owner's live lease, its page and its browser.
+func (r *Runtime) leased(owner lease.Owner, leaseID string) (*lease.Lease, *page, Provider, error) {
+	l, err := r.leases.Get(owner, leaseID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p := r.page(leaseID)
+	if p == nil {
+		return nil, nil, nil, wire.Err(wire.CodeLeaseRevoked)
+	}
+	prov, err := r.provider(l.InstanceID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return l, p, prov, nil
+}
+
+type leaseParams struct {
+	SessionID string `json:"sessionId"`
+	LeaseID   string `json:"leaseId"`
+}
+
+// onPage decodes {sessionId, leaseId}, finds the caller's live lease on a
+// provider with capability (when not empty) and runs fn in the page's queue
+// under ProviderTimeout.
+func (r *Runtime) onPage(ctx context.Context, c Client, params json.RawMessage, capability string,
+	fn func(context.Context, *lease.Lease, *page, Provider) (any, error)) (any, error) {
+	var in leaseParams
+	if err := decodeParams(params, &in); err != nil {
+		return nil, err
+	}
+	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) {
+		return nil, invalid()
+	}
+	return r.withPage(ctx, lease.Owner{Conn: c.ConnID(), Session: in.SessionID}, in.LeaseID, capability, fn)
+}
+
+// withPage finds owner's live lease on a provider with capability (when not
+// empty) and runs fn in the page's queue under ProviderTimeout.
+func (r *Runtime) withPage(ctx context.Context, owner lease.Owner, leaseID, capability string,
+	fn func(context.Context, *lease.Lease, *page, Provider) (any, error)) (any, error) {
+	l, p, prov, err := r.leased(owner, leaseID)
+	if err != nil {
+		return nil, err
+	}
+	if capability != "" && !prov.Capable(capability) {
+		return nil, wire.Err(wire.CodeUnsupportedCapability)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
+	defer cancel()
+	if !p.acquire(ctx.Done()) {
+		return nil, wire.Err(wire.CodeDeadlineExceeded)
+	}
+	defer p.release()
+	return fn(ctx, l, p, prov)
 }
