@@ -118,3 +118,22 @@ func TestObservationBudgets(t *testing.T) {
 		t.Fatalf("names at and past 1,000: kept %d, truncated %v", len(obs.Nodes), obs.Truncated)
 	}
 }
+
+func TestFrameHandleLimit(t *testing.T) {
+	p := newPage(nil, "F:L")
+	first := p.frameHandle("F0")
+	for i := 1; i < MaxFrameHandles; i++ {
+		p.frameHandle(fmt.Sprint("F", i))
+	}
+	if got := p.frameHandle("F0"); got != first || len(p.frames) != MaxFrameHandles {
+		t.Fatalf("%d frames: F0's ID changed (%s, was %s) or %d kept", MaxFrameHandles, got, first, len(p.frames))
+	}
+	// One more frame: the remembered IDs start over (old IDs go stale).
+	p.frameHandle("one-more")
+	if got := p.frameHandle("F0"); got == first || len(p.frames) != 2 {
+		t.Fatalf("frame %d: F0 kept its ID %s; %d kept", MaxFrameHandles+1, got, len(p.frames))
+	}
+	if p.frameHandle("") == p.frameHandle("") {
+		t.Fatal("a frame without a provider ID must get a fresh ID each time")
+	}
+}
