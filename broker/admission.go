@@ -4,11 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/dsh-browser/broker/admission"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -27,18 +28,10 @@ const (
 	// AdmissionWait bounds how long a pending connection's non-discovery
 	// request waits for the owner's answer, and how long a question waits
 	// for a browser to connect when none is.
-	AdmissionWait = 25 * time.Second
+	AdmissionWait = admission.Wait
 	// admissionAskTimeout bounds one admission.request to a provider; the
 	// extension answers within 60 s (its window's own timeout).
 	admissionAskTimeout = 90 * time.Second
-)
-
-// Admission states of a client connection, as broker.status and the
-// broker.admission event name them.
-const (
-	admissionPending = "pending"
-	admissionGranted = "granted"
-	admissionDenied  = "denied"
 )
 
 // discovery names the client methods a pending connection is answered at
@@ -49,83 +42,24 @@ var discovery = map[string]bool{
 	"browser.tabs":      true,
 }
 
-// admission is one client connection's standing with the owner. It exists
-// only under --admission=prompt; the answer is final for the connection and
-// belongs to it alone (never to its label).
-type admission struct {
-	since time.Time
-
-	mu      sync.Mutex
-	state   string        // pending, granted or denied
-	asking  bool          // a question is with a provider (or waiting for one)
-	decided chan struct{} // closed when the owner answers
-}
-
-func newAdmission() *admission {
-	return &admission{since: time.Now(), state: admissionPending, decided: make(chan struct{})}
-}
-
-// current returns the state and whether the owner is being asked.
-func (a *admission) current() (string, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.state, a.asking
-}
-
-// decide records the owner's answer once; it reports whether it did.
-func (a *admission) decide(allowed bool) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.asking = false
-	if a.state != admissionPending {
-		return false
-	}
-	a.state = admissionDenied
-	if allowed {
-		a.state = admissionGranted
-	}
-	close(a.decided)
-	return true
-}
-
-// awaitAdmission lets a request of an admitted connection through. A denied
-// connection gets ADMISSION_DENIED. A pending one gets ADMISSION_PENDING at
-// once for discovery; any other request waits up to [AdmissionWait] for the
-// owner's answer. A pending connection with no question under way (the last
-// one could not be put or was not answered) asks the owner again.
+// awaitAdmission lets a request of an admitted connection through (see
+// package admission). A pending connection with no question under way (the
+// last one could not be put or was not answered) asks the owner again.
 func (p *peer) awaitAdmission(ctx context.Context, method string) error {
 	a := p.adm
 	if a == nil {
 		return nil
 	}
-	a.mu.Lock()
-	state := a.state
-	if state == admissionPending && !a.asking {
-		a.asking = true
+	if a.StartAsking() {
 		go p.s.askOwner(p)
 	}
-	a.mu.Unlock()
-	switch state {
-	case admissionGranted:
-		return nil
-	case admissionDenied:
-		return wire.Err(wire.CodeAdmissionDenied)
-	}
-	if discovery[method] {
+	switch err := a.Await(ctx, discovery[method]); {
+	case errors.Is(err, admission.ErrPending):
 		return wire.Err(wire.CodeAdmissionPending)
-	}
-	t := time.NewTimer(AdmissionWait)
-	defer t.Stop()
-	select {
-	case <-a.decided:
-		if s, _ := a.current(); s == admissionGranted {
-			return nil
-		}
+	case errors.Is(err, admission.ErrDenied):
 		return wire.Err(wire.CodeAdmissionDenied)
-	case <-t.C:
-		return wire.Err(wire.CodeAdmissionPending)
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		return err
 	}
 }
 
@@ -134,8 +68,8 @@ func (p *peer) denied() bool {
 	if p.adm == nil {
 		return false
 	}
-	s, _ := p.adm.current()
-	return s == admissionDenied
+	s, _ := p.adm.State()
+	return s == admission.Denied
 }
 
 // AdmissionRequest is the params of the provider method admission.request.
@@ -162,9 +96,7 @@ func (s *Server) askOwner(p *peer) {
 	answered := false
 	defer func() {
 		if !answered {
-			a.mu.Lock()
-			a.asking = false
-			a.mu.Unlock()
+			a.Unanswered()
 		}
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -199,15 +131,15 @@ func (s *Server) askOwner(p *peer) {
 		return
 	}
 	answered = true
-	if !a.decide(*v.Allowed) {
+	if !a.Decide(*v.Allowed) {
 		return
 	}
-	state := admissionDenied
+	state := admission.Denied
 	if *v.Allowed {
-		state = admissionGranted
+		state = admission.Granted
 	}
 	p.log.Info("admission: the owner answered", "client", p.label, "state", state)
-	p.Notify("broker.admission", map[string]string{"state": state})
+	p.Notify("broker.admission", map[string]admission.State{"state": state})
 }
 
 // waitProvider returns the first registered provider, waiting up to d for
@@ -256,8 +188,8 @@ func (s *Server) pendingList() []StatusConnection {
 		if p.role() != wire.RoleClient || p.adm == nil {
 			continue
 		}
-		if state, asking := p.adm.current(); state == admissionPending {
-			out = append(out, StatusConnection{ID: p.id, Label: p.label, Since: p.adm.since.UTC().Truncate(time.Second), Asking: asking})
+		if state, asking := p.adm.State(); state == admission.Pending {
+			out = append(out, StatusConnection{ID: p.id, Label: p.label, Since: p.adm.Since().UTC().Truncate(time.Second), Asking: asking})
 		}
 	}
 	slices.SortFunc(out, func(a, b StatusConnection) int { return cmp.Compare(a.ID, b.ID) })

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-browser/broker/admission"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -46,7 +47,7 @@ type peer struct {
 	// adm is the owner's admission of a client under --admission=prompt;
 	// nil when admitted by its token alone (and for every provider). Set
 	// once in hello, before welcomed.
-	adm *admission
+	adm *admission.Ticket
 }
 
 func newPeer(s *Server, c net.Conn, id uint64, pid int, log *slog.Logger) *peer {
@@ -257,8 +258,8 @@ func (p *peer) handleHello(req *rpc.Request) (any, error) {
 	})
 	if h.Role == wire.RoleClient && p.s.cfg.Admission == AdmissionPrompt {
 		// Pending until the owner answers; the question goes out now.
-		p.adm = newAdmission()
-		p.adm.asking = true
+		p.adm = admission.New()
+		p.adm.StartAsking()
 		go p.s.askOwner(p)
 	}
 	p.welcomed = true
