@@ -34,42 +34,35 @@ const (
 	admissionAskTimeout = 90 * time.Second
 )
 
-// discovery names the client methods a pending connection is answered at
-// once (ADMISSION_PENDING) instead of waiting for the owner.
-var discovery = map[string]bool{
-	"broker.status":     true,
-	"browser.instances": true,
-	"browser.tabs":      true,
-}
-
 // awaitAdmission lets a request of an admitted connection through (see
 // package admission). A pending connection with no question under way (the
 // last one could not be put or was not answered) asks the owner again.
-func (p *peer) awaitAdmission(ctx context.Context, method string) error {
-	a := p.adm
+func (p *peer) awaitAdmission(ctx context.Context, w *welcomed, m route) error {
+	a := w.adm
 	if a == nil {
 		return nil
 	}
 	if a.StartAsking() {
-		go p.s.askOwner(p)
+		go p.s.askOwner(p, a)
 	}
-	switch err := a.Await(ctx, discovery[method]); {
+	switch err := a.Await(ctx, m.Discovery); {
 	case errors.Is(err, admission.ErrPending):
-		return wire.Err(wire.CodeAdmissionPending)
+		return p.admissionCode(wire.CodeAdmissionPending)
 	case errors.Is(err, admission.ErrDenied):
-		return wire.Err(wire.CodeAdmissionDenied)
+		return p.admissionCode(wire.CodeAdmissionDenied)
 	default:
 		return err
 	}
 }
 
-// denied reports whether the owner refused this connection.
-func (p *peer) denied() bool {
-	if p.adm == nil {
-		return false
+// admissionCode returns an admission code for a client that knows it (it
+// listed broker.admission.v1 in its hello), and the nearest code of the
+// reference's registry, POLICY_DENIED, for one that does not.
+func (p *peer) admissionCode(code wire.Code) error {
+	if p.Capable(wire.CapAdmission) {
+		return wire.Err(code)
 	}
-	s, _ := p.adm.State()
-	return s == admission.Denied
+	return wire.Err(wire.CodePolicyDenied)
 }
 
 // AdmissionRequest is the params of the provider method admission.request.
@@ -91,8 +84,7 @@ type AdmissionConnection struct {
 // that could not be put or was not answered (no provider, a provider without
 // admission.request, a provider gone, a malformed answer) leaves the
 // connection pending, and its next request asks again.
-func (s *Server) askOwner(p *peer) {
-	a := p.adm
+func (s *Server) askOwner(p *peer, a *admission.Ticket) {
 	answered := false
 	defer func() {
 		if !answered {
@@ -109,9 +101,9 @@ func (s *Server) askOwner(p *peer) {
 		}
 	}()
 
-	prov := s.waitProvider(ctx, AdmissionWait)
+	prov := s.waitOwnerSurface(ctx, AdmissionWait)
 	if prov == nil {
-		p.log.Info("admission: no browser connected to ask the owner; the connection stays pending", "client", p.label)
+		p.log.Info("admission: no owner surface (the owner's browser) is connected to ask; the connection stays pending", "client", p.label)
 		return
 	}
 	cctx, ccancel := context.WithTimeout(ctx, admissionAskTimeout)
@@ -120,7 +112,7 @@ func (s *Server) askOwner(p *peer) {
 	raw, err := prov.Call(cctx, "admission.request", req)
 	if err != nil {
 		p.log.Info("admission: the owner was not asked or did not answer; the connection stays pending",
-			"client", p.label, "instance", prov.hello.Instance.ID, "code", rpc.CodeOf(err))
+			"client", p.label, "instance", prov.InstanceID(), "code", rpc.CodeOf(err))
 		return
 	}
 	var v struct {
@@ -142,15 +134,15 @@ func (s *Server) askOwner(p *peer) {
 	p.Notify("broker.admission", map[string]admission.State{"state": state})
 }
 
-// waitProvider returns the first registered provider, waiting up to d for
-// one to register.
-func (s *Server) waitProvider(ctx context.Context, d time.Duration) *peer {
+// waitOwnerSurface returns the first ready provider that may put questions
+// to the owner, waiting up to d for one to register.
+func (s *Server) waitOwnerSurface(ctx context.Context, d time.Duration) *peer {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		s.mu.Lock()
 		for _, p := range s.providers {
-			if p.ready {
+			if p.ready && p.state.Load().ownerSurface {
 				s.mu.Unlock()
 				return p
 			}
@@ -185,11 +177,12 @@ func (s *Server) pendingList() []StatusConnection {
 	s.mu.Unlock()
 	out := []StatusConnection{}
 	for _, p := range peers {
-		if p.role() != wire.RoleClient || p.adm == nil {
+		w := p.state.Load()
+		if w == nil || w.adm == nil {
 			continue
 		}
-		if state, asking := p.adm.State(); state == admission.Pending {
-			out = append(out, StatusConnection{ID: p.id, Label: p.label, Since: p.adm.Since().UTC().Truncate(time.Second), Asking: asking})
+		if state, asking := w.adm.State(); state == admission.Pending {
+			out = append(out, StatusConnection{ID: p.id, Label: p.label, Since: w.adm.Since().UTC().Truncate(time.Second), Asking: asking})
 		}
 	}
 	slices.SortFunc(out, func(a, b StatusConnection) int { return cmp.Compare(a.ID, b.ID) })

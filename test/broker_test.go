@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/broker"
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/frames"
 	"github.com/dsh-browser/broker/internal/testenv"
 	"github.com/dsh-browser/broker/wire"
@@ -141,14 +144,14 @@ func TestHelloNegotiation(t *testing.T) {
 		{"9 versions", with(testenv.ClientHello(tok), "versions", versions(9)), wire.CodeProtocolMismatch},
 		{"repeated version", with(testenv.ClientHello(tok), "versions", []int{1, 1}), wire.CodeProtocolMismatch},
 		{"version 0", with(testenv.ClientHello(tok), "versions", []int{0, 1}), wire.CodeProtocolMismatch},
-		{"required known", with(testenv.ClientHello(tok), "requiredCapabilities", []string{wire.CapRuntime}), ""},
-		{"required unknown", with(testenv.ClientHello(tok), "requiredCapabilities", []string{wire.CapRuntime, "no.such.v1"}), wire.CodeProtocolMismatch},
+		{"required known", with(testenv.ClientHello(tok), "requiredCapabilities", []string{browser.CapRuntime}), ""},
+		{"required unknown", with(testenv.ClientHello(tok), "requiredCapabilities", []string{browser.CapRuntime, "no.such.v1"}), wire.CodeProtocolMismatch},
 		{"required 65 names", with(testenv.ClientHello(tok), "requiredCapabilities", names(65)), wire.CodeProtocolMismatch},
 		{"client journalKey", with(testenv.ClientHello(tok), "journalKey", strings.Repeat("ab", 32)), ""},
 		{"provider", testenv.ProviderHello(tok, "p1"), ""},
-		{"provider 64 capabilities", provider(append(wire.RequiredProviderCapabilities(), names(64-len(wire.RequiredProviderCapabilities()))...)), ""},
-		{"provider 65 capabilities", provider(append(wire.RequiredProviderCapabilities(), names(65-len(wire.RequiredProviderCapabilities()))...)), wire.CodeProtocolMismatch},
-		{"provider missing a required capability", provider(wire.RequiredProviderCapabilities()[1:]), wire.CodeProtocolMismatch},
+		{"provider 64 capabilities", provider(append(browser.Required(), names(64-len(browser.Required()))...)), ""},
+		{"provider 65 capabilities", provider(append(browser.Required(), names(65-len(browser.Required()))...)), wire.CodeProtocolMismatch},
+		{"provider missing a required capability", provider(browser.Required()[1:]), wire.CodeProtocolMismatch},
 		{"provider requires unknown", with(testenv.ProviderHello(tok, "p2"), "requiredCapabilities", []string{"no.such.v1"}), wire.CodeProtocolMismatch},
 		{"provider wrong token", testenv.ProviderHello(strings.Repeat("1", 64), "p3"), wire.CodePolicyDenied},
 		{"provider without token", testenv.ProviderHello("", "p4"), wire.CodePolicyDenied},
@@ -232,14 +235,13 @@ func TestSocketLimit(t *testing.T) {
 	t.Parallel()
 	b := testenv.StartBroker(t)
 	tok := b.Token(t)
-	// 64 sockets, all unauthenticated: every one is admitted.
+	// 64 authenticated sockets: every one is admitted.
 	peers := make([]*testenv.Peer, broker.DefaultMaxConnections)
 	for i := range peers {
 		peers[i] = b.DialPeer(t)
-	}
-	// Prove admission by a hello on the 64th (and so all before it).
-	if r := peers[len(peers)-1].Call("hello", testenv.ClientHello(tok)); !r.OK {
-		t.Fatalf("64th socket refused: %+v", r)
+		if r := peers[i].Call("hello", testenv.ClientHello(tok)); !r.OK {
+			t.Fatalf("socket %d refused: %+v", i+1, r)
+		}
 	}
 	// tryHello reports whether a new socket is served; the broker may close
 	// a refused one before the hello is even written.
@@ -264,6 +266,90 @@ func TestSocketLimit(t *testing.T) {
 	}
 }
 
+// TestUnauthenticatedCap: sockets without a hello have their own cap of
+// 16. One process opening a 17th loses its own oldest, never someone
+// else's.
+func TestUnauthenticatedCap(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t)
+	peers := make([]*testenv.Peer, broker.DefaultMaxUnauthenticated)
+	for i := range peers {
+		peers[i] = b.DialPeer(t)
+	}
+	// The 16th is still served.
+	if r := peers[len(peers)-1].Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatalf("16th unauthenticated socket refused: %+v", r)
+	}
+	peers = peers[:len(peers)-1]                           // now authenticated: 15 left without a hello
+	extra := []*testenv.Peer{b.DialPeer(t), b.DialPeer(t)} // the 16th, then the 17th
+	if r := extra[1].Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatalf("17th unauthenticated socket not served: %+v", r)
+	}
+	// Room was made by closing this process's oldest unauthenticated socket.
+	if env := peers[0].Read(); env != nil {
+		t.Fatalf("the oldest unauthenticated socket got %+v, want it closed", env)
+	}
+	if r := peers[1].Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatalf("a younger unauthenticated socket was closed too: %+v", r)
+	}
+}
+
+// TestSocketFloodDoesNotStarveClients: another process keeps reopening
+// sockets without a hello, as fast as the broker closes them; clients of
+// other processes still get in, and the shedding is logged at warn level.
+func TestSocketFloodDoesNotStarveClients(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t)
+	flood := exec.Command(os.Args[0], "-test.run=^TestFloodHelper$")
+	flood.Env = append(os.Environ(), "DSH_TEST_FLOOD_SOCKET="+b.Socket)
+	if err := flood.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { flood.Process.Kill(); flood.Wait() })
+	// Wait until the flood holds the unauthenticated cap.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(b.Stderr.String(), "shedding sockets") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the flood was never shed\n%s", b.Stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range 31 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := client.Dial(ctx, client.Options{RuntimeDir: b.RuntimeDir})
+		cancel()
+		if err != nil {
+			t.Fatalf("client %d of 31 kept out by the flood: %v", i+1, err)
+		}
+		c.Close()
+	}
+	if !strings.Contains(b.Stderr.String(), "WRN shedding sockets") {
+		t.Fatalf("shedding not logged at warn level\n%s", b.Stderr)
+	}
+}
+
+// TestFloodHelper is the flooding process of
+// TestSocketFloodDoesNotStarveClients: it runs only when that test starts it.
+func TestFloodHelper(t *testing.T) {
+	sock := os.Getenv("DSH_TEST_FLOOD_SOCKET")
+	if sock == "" {
+		t.Skip("started by TestSocketFloodDoesNotStarveClients only")
+	}
+	var open []net.Conn
+	for {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		open = append(open, c)
+		if len(open) > 64 {
+			open[0].Close()
+			open = open[1:]
+		}
+	}
+}
+
 func TestProviderLimitNeverEvicts(t *testing.T) {
 	t.Parallel()
 	b := testenv.StartBroker(t)
@@ -283,7 +369,7 @@ func TestProviderLimitNeverEvicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list []broker.BrowserInstance
+	var list []browser.Instance
 	json.Unmarshal(raw, &list)
 	if len(list) != broker.DefaultMaxProviders {
 		t.Fatalf("%d instances listed, want the original %d", len(list), broker.DefaultMaxProviders)

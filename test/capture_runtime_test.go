@@ -18,9 +18,9 @@ import (
 // startCapable starts a scripted provider that advertises frames.list and
 // capture, as the extension does.
 func startCapable(t *testing.T, b *testenv.Broker, id string) *scripted {
-	p := b.DialPeer(t)
-	h := testenv.ProviderHello(b.Token(t), id)
-	h["capabilities"] = append(wire.RequiredProviderCapabilities(), browser.CapFramesList, browser.CapCapture)
+	p := b.OwnerPeer(t)
+	h := testenv.ProviderHello("", id)
+	h["capabilities"] = append(browser.Required(), browser.CapFramesList, browser.CapCapture)
 	if r := p.Call("hello", h); !r.OK {
 		t.Fatalf("provider hello: %s", r.Code)
 	}

@@ -27,7 +27,7 @@ import (
 func TestE2EPersonalLoop(t *testing.T) {
 	t.Parallel()
 	s := stack.Start(t, "--access-mode=personal")
-	if !strings.Contains(strings.Join(s.Client.Welcome().Capabilities, ","), wire.CapPersonalMode) {
+	if !strings.Contains(strings.Join(s.Client.Welcome().Capabilities, ","), browser.CapPersonalMode) {
 		t.Fatal("personal broker did not offer broker.personal-mode.v1")
 	}
 	tab, target := s.Tab(t, s.Pages.URL("/form"))

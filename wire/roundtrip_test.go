@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -194,16 +195,16 @@ func TestMarshalBuiltHandshake(t *testing.T) {
 		value any
 	}{
 		{"client hello", kindHello, &wire.Hello{Bootstrap: wire.Bootstrap, Versions: []int{wire.Version}, Role: wire.RoleClient,
-			Token: "tok", JournalKey: strings.Repeat("ab", 32), RequiredCapabilities: []string{wire.CapRuntime}}},
+			Token: "tok", JournalKey: strings.Repeat("ab", 32), RequiredCapabilities: []string{browser.CapRuntime}}},
 		{"legacy client hello", kindHello, &wire.Hello{Bootstrap: 1, Versions: []int{1}, Role: wire.RoleClient}},
 		{"provider hello", kindHello, &wire.Hello{Bootstrap: 1, Versions: []int{1}, Role: wire.RoleProvider,
-			Capabilities: wire.RequiredProviderCapabilities(),
+			Capabilities: browser.Required(),
 			Instance:     &wire.Instance{ID: "i", Family: "chromium", Brand: "b", Version: "v", ProfileLabel: "p"}}},
 		{"provider hello without capabilities", kindHello, &wire.Hello{Bootstrap: 1, Versions: []int{1}, Role: wire.RoleProvider,
 			Instance: &wire.Instance{ID: "i", Family: "chromium", Brand: "b", Version: "v", ProfileLabel: "p"}}},
 		{"provider hello by value", kindHello, wire.Hello{Bootstrap: 1, Versions: []int{1}, Role: wire.RoleProvider, Capabilities: []string{},
 			Instance: &wire.Instance{ID: "i", Family: "chromium", Brand: "b", Version: "v", ProfileLabel: "p"}}},
-		{"welcome", kindWelcome, &wire.Welcome{Version: 1, ConnectionEpoch: "e", Capabilities: wire.BrokerCapabilities()}},
+		{"welcome", kindWelcome, &wire.Welcome{Version: 1, ConnectionEpoch: "e", Capabilities: browser.Offered()}},
 		{"welcome with no capabilities", kindWelcome, &wire.Welcome{Version: 1, ConnectionEpoch: "e", Capabilities: []string{}}},
 	}
 	for _, tc := range tests {

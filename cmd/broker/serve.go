@@ -13,7 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-browser/broker/broker"
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/browser/runtime"
 	"github.com/dsh-browser/broker/internal/paths"
+	"github.com/dsh-browser/broker/service"
 )
 
 func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -21,7 +24,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	runtimeDir := fs.String("runtime-dir", "", "runtime directory (socket, token); see 'broker help'")
 	socket := fs.String("socket", "", "socket path (default RUNTIME/broker.sock, or $DSH_SOCKET)")
 	stateDir := fs.String("state-dir", "", "state directory (default $DSH_STATE_DIR, $XDG_STATE_HOME/dsh or ~/.local/state/dsh)")
-	access := fs.String("access-mode", broker.AccessRestricted, "restricted: the user approves every claim in the extension; personal: prompt-free HTTP(S) tabs")
+	access := fs.String("access-mode", browser.AccessRestricted, "restricted: the user approves every claim in the extension; personal: prompt-free HTTP(S) tabs")
 	var allow multiFlag
 	fs.Var(&allow, "allow-origin", "restricted mode: an exact origin (scheme://host[:port]) claims may target; repeatable")
 	admission := fs.String("admission", broker.AdmissionOpen, "open: a client with the token is admitted; prompt: each new client connection also waits\nuntil you allow it in the browser's admission window (discovery answers ADMISSION_PENDING\nmeanwhile, other calls wait up to 25 s; Deny is final for that connection; a new\nconnection asks again, whatever its name)")
@@ -41,12 +44,19 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	log := newLogger(stderr, lvl)
 
+	switch *access {
+	case browser.AccessRestricted, browser.AccessPersonal:
+	default:
+		fmt.Fprintf(stderr, "broker serve: unknown --access-mode %q: use restricted or personal\n", *access)
+		return 2
+	}
 	rd := paths.RuntimeDir(*runtimeDir)
 	cfg := broker.Config{
-		RuntimeDir:     rd,
-		SocketPath:     paths.Socket(*socket, rd),
-		AccessMode:     *access,
-		AllowOrigins:   allow,
+		RuntimeDir: rd,
+		SocketPath: paths.Socket(*socket, rd),
+		Services: []service.Register{
+			runtime.Register(runtime.Config{Personal: *access == browser.AccessPersonal, AllowOrigins: allow}),
+		},
 		Admission:      *admission,
 		MaxConnections: *maxConns,
 		Version:        version(),

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/frames"
 	"github.com/dsh-browser/broker/wire"
@@ -86,6 +87,10 @@ type Broker struct {
 	Stderr     *SyncBuffer
 	Env        []string // extra environment for the next Start (e.g. DSH_FAILPOINT)
 	exited     chan struct{}
+
+	installOnce sync.Once // OwnerPeer's `broker install`
+	installEnv  []string
+	launcher    string // the manifest directory it wrote
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writes and reads.
@@ -310,7 +315,7 @@ func ClientHello(token string) map[string]any {
 func ProviderHello(token, id string) map[string]any {
 	h := map[string]any{
 		"bootstrap": 1, "versions": []int{1}, "role": "provider",
-		"capabilities": wire.RequiredProviderCapabilities(),
+		"capabilities": browser.Required(),
 		"instance": map[string]any{
 			"id": id, "family": "chromium", "brand": "test", "version": "1", "profileLabel": "Test profile",
 		},

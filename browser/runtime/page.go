@@ -1,9 +1,11 @@
-package browser
+package runtime
 
 import (
 	"context"
 	"encoding/json"
 	"sync"
+
+	"github.com/dsh-browser/broker/browser"
 
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/wire"
@@ -210,17 +212,12 @@ func (r *Runtime) leased(owner lease.Owner, leaseID string) (*lease.Lease, *page
 	return l, p, prov, nil
 }
 
-type leaseParams struct {
-	SessionID string `json:"sessionId"`
-	LeaseID   string `json:"leaseId"`
-}
-
 // onPage decodes {sessionId, leaseId}, finds the caller's live lease on a
 // provider with capability (when not empty) and runs fn in the page's queue
 // under ProviderTimeout.
 func (r *Runtime) onPage(ctx context.Context, c Client, params json.RawMessage, capability string,
 	fn func(context.Context, *lease.Lease, *page, Provider) (any, error)) (any, error) {
-	var in leaseParams
+	var in browser.LeaseParams
 	if err := decodeParams(params, &in); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package browser
+package runtime
 
 import (
 	"encoding/json"
@@ -9,16 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-browser/broker/browser"
+
 	"github.com/dsh-browser/broker/lease"
 )
 
 // randomPage is an observation of a random page: nodes with IDs from a
 // small pool (so that two pages share some), random values and text.
-func randomPage(rng *rand.Rand, cursor string) *Observation {
-	o := &Observation{Format: "full", Cursor: cursor, DocumentEpoch: "F:L", Scope: Scope{Kind: "document"}, Nodes: []NodeRef{}, Text: []string{}}
+func randomPage(rng *rand.Rand, cursor string) *browser.Observation {
+	o := &browser.Observation{Format: "full", Cursor: cursor, DocumentEpoch: "F:L", Scope: browser.Scope{Kind: "document"}, Nodes: []browser.NodeRef{}, Text: []string{}}
 	ids := rng.Perm(40)[:rng.IntN(30)]
 	for _, i := range ids {
-		n := NodeRef{ID: fmt.Sprint("r", i), Role: "button", Name: fmt.Sprint("B", i)}
+		n := browser.NodeRef{ID: fmt.Sprint("r", i), Role: "button", Name: fmt.Sprint("B", i)}
 		if rng.IntN(3) == 0 {
 			v := fmt.Sprint(rng.IntN(3))
 			n.Role, n.Editable, n.Value = "textbox", true, &v
@@ -40,7 +42,7 @@ func TestDeltaAppliesToTheBaseline(t *testing.T) {
 		next := randomPage(rng, "c-next")
 		if i%3 == 0 { // a small change: the usual case
 			next = randomPage(rng, "c-next")
-			next.Nodes = append([]NodeRef(nil), base.Nodes...)
+			next.Nodes = append([]browser.NodeRef(nil), base.Nodes...)
 			next.Text = append([]string{"new"}, base.Text...)
 			if len(next.Nodes) > 1 && i%2 == 0 {
 				next.Nodes[0], next.Nodes[1] = next.Nodes[1], next.Nodes[0]
@@ -48,9 +50,9 @@ func TestDeltaAppliesToTheBaseline(t *testing.T) {
 		}
 		want := *next
 		got := since(base, next)
-		d, ok := got.(*ObservationDelta)
+		d, ok := got.(*browser.ObservationDelta)
 		if !ok {
-			if got.(*Observation).ResyncRequired {
+			if got.(*browser.Observation).ResyncRequired {
 				t.Fatalf("a full answer to a valid cursor must not ask for a resync: %+v", got)
 			}
 			continue
@@ -74,23 +76,23 @@ func TestDeltaAppliesToTheBaseline(t *testing.T) {
 
 func TestDeltaOrFull(t *testing.T) {
 	v := "1"
-	page := func(cursor string, text ...string) *Observation {
-		o := &Observation{Format: "full", Cursor: cursor, DocumentEpoch: "F:L", Scope: Scope{Kind: "document"}, Text: text}
+	page := func(cursor string, text ...string) *browser.Observation {
+		o := &browser.Observation{Format: "full", Cursor: cursor, DocumentEpoch: "F:L", Scope: browser.Scope{Kind: "document"}, Text: text}
 		for i := range 20 {
-			o.Nodes = append(o.Nodes, NodeRef{ID: fmt.Sprint("r", i), Role: "button", Name: strings.Repeat("n", 40)})
+			o.Nodes = append(o.Nodes, browser.NodeRef{ID: fmt.Sprint("r", i), Role: "button", Name: strings.Repeat("n", 40)})
 		}
 		return o
 	}
 	base := page("c1", "Clicks: 0", "footer")
 	now := page("c2", "Clicks: 1", "footer")
 	now.Nodes[3].Value = &v
-	d, ok := since(base, now).(*ObservationDelta)
+	d, ok := since(base, now).(*browser.ObservationDelta)
 	if !ok || len(d.Nodes.Upsert) != 1 || d.Nodes.Upsert[0].ID != "r3" || len(d.Nodes.Remove) != 0 || d.Nodes.Order != nil ||
 		d.Text == nil || d.Text.Start != 0 || d.Text.DeleteCount != 1 || !reflect.DeepEqual(d.Text.Insert, []string{"Clicks: 1"}) {
 		t.Fatalf("one changed node and one changed fragment: %+v %+v", d, d.Text)
 	}
 	// Nothing changed: an empty delta, no text splice.
-	if d, ok := since(base, page("c3", "Clicks: 0", "footer")).(*ObservationDelta); !ok || len(d.Nodes.Upsert) != 0 || d.Text != nil {
+	if d, ok := since(base, page("c3", "Clicks: 0", "footer")).(*browser.ObservationDelta); !ok || len(d.Nodes.Upsert) != 0 || d.Text != nil {
 		t.Fatalf("no change: %+v", d)
 	}
 	// Everything changed: the full observation, without a resync request.
@@ -98,21 +100,23 @@ func TestDeltaOrFull(t *testing.T) {
 	for i := range other.Nodes {
 		other.Nodes[i].ID = fmt.Sprint("z", i)
 	}
-	if o, ok := since(base, other).(*Observation); !ok || o.ResyncRequired {
+	if o, ok := since(base, other).(*browser.Observation); !ok || o.ResyncRequired {
 		t.Fatalf("a whole new page: %+v", o)
 	}
 	for _, tc := range []struct {
-		base   *Observation
-		mutate func(*Observation)
+		base   *browser.Observation
+		mutate func(*browser.Observation)
 		reason string
 	}{
-		{nil, func(*Observation) {}, "cursor-unavailable"},
-		{base, func(o *Observation) { o.DocumentEpoch = "F:L2" }, "document-changed"},
-		{base, func(o *Observation) { o.Scope = Scope{Kind: "query", Query: &Query{Name: "Go"}} }, "scope-changed"},
+		{nil, func(*browser.Observation) {}, "cursor-unavailable"},
+		{base, func(o *browser.Observation) { o.DocumentEpoch = "F:L2" }, "document-changed"},
+		{base, func(o *browser.Observation) {
+			o.Scope = browser.Scope{Kind: "query", Query: &browser.Query{Name: "Go"}}
+		}, "scope-changed"},
 	} {
 		o := page("c5", "Clicks: 0", "footer")
 		tc.mutate(o)
-		got, ok := since(tc.base, o).(*Observation)
+		got, ok := since(tc.base, o).(*browser.Observation)
 		if !ok || !got.ResyncRequired || got.ResyncReason != tc.reason {
 			t.Errorf("want full with %s, got %+v", tc.reason, got)
 		}
@@ -121,10 +125,10 @@ func TestDeltaOrFull(t *testing.T) {
 
 func TestCursorLimits(t *testing.T) {
 	now := time.Unix(1000, 0)
-	r := New(Config{Now: func() time.Time { return now }})
+	r := New(Config{Now: func() time.Time { return now }}, newTestHost())
 	me := lease.Owner{Conn: 1, Session: "s"}
-	obs := func(cursor string, size int) *Observation {
-		return &Observation{Cursor: cursor, Text: []string{strings.Repeat("x", size)}}
+	obs := func(cursor string, size int) *browser.Observation {
+		return &browser.Observation{Cursor: cursor, Text: []string{strings.Repeat("x", size)}}
 	}
 	for i := range MaxCursors {
 		r.publish(me, "L", obs(fmt.Sprint("c", i), 10))
@@ -142,8 +146,8 @@ func TestCursorLimits(t *testing.T) {
 	}
 	// 96 KiB: at the limit kept, past it not.
 	overhead := len(`{"format":"","cursor":"at","resyncRequired":false,"tab":"","url":"","title":"","documentEpoch":"","revision":0,"nodes":null,"text":[""],"truncated":false,"scope":{"kind":""}}`)
-	r.publish(me, "L", obs("at", MaxSnapshotSize-overhead))
-	r.publish(me, "L", obs("past", MaxSnapshotSize-overhead+1))
+	r.publish(me, "L", obs("at", browser.MaxSnapshotSize-overhead))
+	r.publish(me, "L", obs("past", browser.MaxSnapshotSize-overhead+1))
 	if r.baseline(me, "L", "at") == nil || r.baseline(me, "L", "past") != nil {
 		t.Fatal("a baseline of exactly 96 KiB must be kept, one byte more must not")
 	}
@@ -181,22 +185,22 @@ func TestCursorLimits(t *testing.T) {
 // TestDeltaThreshold: a delta is sent exactly when its JSON is under 85% of
 // the full observation's, on both sides of the line.
 func TestDeltaThreshold(t *testing.T) {
-	base := &Observation{Format: "full", Cursor: "c1", DocumentEpoch: "F:L", Scope: Scope{Kind: "document"}, Text: []string{}}
+	base := &browser.Observation{Format: "full", Cursor: "c1", DocumentEpoch: "F:L", Scope: browser.Scope{Kind: "document"}, Text: []string{}}
 	for i := range 40 {
-		base.Nodes = append(base.Nodes, NodeRef{ID: fmt.Sprint("r", i), Role: "button", Name: fmt.Sprint("Button ", i)})
+		base.Nodes = append(base.Nodes, browser.NodeRef{ID: fmt.Sprint("r", i), Role: "button", Name: fmt.Sprint("Button ", i)})
 	}
 	sides := map[bool]int{}
 	for changed := range 41 {
 		obs := *base
 		obs.Cursor = "c2"
-		obs.Nodes = append([]NodeRef(nil), base.Nodes...)
+		obs.Nodes = append([]browser.NodeRef(nil), base.Nodes...)
 		for i := range changed {
 			obs.Nodes[i].Disabled = true
 		}
 		full, _ := json.Marshal(&obs)
 		delta, _ := json.Marshal(diff(base, &obs))
 		want := float64(len(delta)) < 0.85*float64(len(full))
-		_, isDelta := since(base, &obs).(*ObservationDelta)
+		_, isDelta := since(base, &obs).(*browser.ObservationDelta)
 		if isDelta != want {
 			t.Fatalf("%d changed: delta %d B, full %d B: sent a delta = %v", changed, len(delta), len(full), isDelta)
 		}

@@ -1,4 +1,4 @@
-package browser
+package runtime
 
 import (
 	"context"
@@ -6,19 +6,10 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/dsh-browser/broker/browser"
+
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/wire"
-)
-
-// Observation budgets.
-const (
-	MaxControls     = 120
-	MaxRegions      = 24
-	MaxNodeBytes    = 40 << 10
-	MaxTextFragment = 240
-	MaxTextBytes    = 32 << 10
-	MaxNameLength   = 1000 // UTF-16 units; longer names are dropped (truncated)
-	MaxValueLength  = 1000
 )
 
 var controlRoles = map[string]bool{
@@ -63,58 +54,6 @@ type axProps struct {
 	Hidden    bool   `json:"hidden"`
 }
 
-// NodeRef is one element of an observation.
-type NodeRef struct {
-	ID       string  `json:"id"`
-	Role     string  `json:"role"`
-	Name     string  `json:"name"`
-	Disabled bool    `json:"disabled"`
-	Checked  any     `json:"checked,omitempty"` // true, false or "mixed"
-	Editable bool    `json:"editable,omitempty"`
-	Value    *string `json:"value,omitempty"`
-	Kind     string  `json:"kind,omitempty"` // "region"
-}
-
-// Scope says what part of the page an observation covers.
-type Scope struct {
-	Kind    string `json:"kind"` // document, query, frame, or subtree (browser.readPage)
-	Query   *Query `json:"query,omitempty"`
-	RootRef string `json:"rootRef,omitempty"`
-	FrameID string `json:"frameId,omitempty"`
-}
-
-// Query is a literal accessible-name search, optionally by role.
-type Query struct {
-	Name string `json:"name"`
-	Role string `json:"role,omitempty"`
-}
-
-// Observation is the value of browser.observe: a bounded projection of the
-// page's accessibility tree.
-type Observation struct {
-	Format         string    `json:"format"`
-	Cursor         string    `json:"cursor"`
-	ResyncRequired bool      `json:"resyncRequired"`
-	ResyncReason   string    `json:"resyncReason,omitempty"`
-	Tab            string    `json:"tab"`
-	URL            string    `json:"url"`
-	Title          string    `json:"title"`
-	DocumentEpoch  string    `json:"documentEpoch"`
-	Revision       int64     `json:"revision"`
-	Nodes          []NodeRef `json:"nodes"`
-	Text           []string  `json:"text"`
-	Truncated      bool      `json:"truncated"`
-	Scope          Scope     `json:"scope"`
-}
-
-type observeParams struct {
-	SessionID string         `json:"sessionId"`
-	LeaseID   string         `json:"leaseId"`
-	Cursor    string         `json:"cursor,omitempty"`
-	Query     *Query         `json:"query,omitempty"`
-	Frame     *FrameSelector `json:"frame,omitempty"`
-}
-
 var queryRole = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 // Observe reads the leased page: the whole document within the budgets, or
@@ -122,7 +61,7 @@ var queryRole = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 // of the same document and scope it answers a delta when that is smaller
 // (cursors.go).
 func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in observeParams
+	var in browser.ObserveParams
 	if err := decodeParams(params, &in); err != nil {
 		return nil, err
 	}
@@ -133,7 +72,7 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 		return nil, invalid()
 	}
 	if q := in.Query; q != nil {
-		if !bounded(q.Name, 1, MaxNameLength) || strings.TrimSpace(q.Name) == "" ||
+		if !bounded(q.Name, 1, browser.MaxNameLength) || strings.TrimSpace(q.Name) == "" ||
 			(q.Role != "" && (len(q.Role) > 80 || !queryRole.MatchString(q.Role))) {
 			return nil, invalid()
 		}
@@ -149,7 +88,7 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 		return nil, wire.Err(wire.CodeDeadlineExceeded)
 	}
 	defer p.release()
-	var obs *Observation
+	var obs *browser.Observation
 	if in.Frame != nil {
 		obs, err = r.observeFrame(ctx, l, p, prov, in.Frame, in.Query)
 	} else {
@@ -158,7 +97,7 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
-	var base *Observation
+	var base *browser.Observation
 	if in.Cursor != "" {
 		base = r.baseline(owner, l.ID, in.Cursor)
 	}
@@ -170,7 +109,7 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 }
 
 // observe reads and projects the page. The caller holds the page's queue.
-func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *Query) (*Observation, error) {
+func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *browser.Query) (*browser.Observation, error) {
 	prov, err := r.provider(l.InstanceID)
 	if err != nil {
 		return nil, err
@@ -182,13 +121,13 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *Query
 	if err := r.checkOrigin(l, read.URL); err != nil {
 		return nil, err
 	}
-	obs := &Observation{
+	obs := &browser.Observation{
 		Format: "full", Cursor: randomCursor(), Tab: l.Tab, URL: read.URL, Title: read.Title,
 		DocumentEpoch: read.DocumentEpoch, Revision: p.observed(read.DocumentEpoch),
-		Nodes: []NodeRef{}, Text: []string{}, Truncated: read.Truncated, Scope: Scope{Kind: "document"},
+		Nodes: []browser.NodeRef{}, Text: []string{}, Truncated: read.Truncated, Scope: browser.Scope{Kind: "document"},
 	}
 	if q != nil {
-		obs.Scope = Scope{Kind: "query", Query: q}
+		obs.Scope = browser.Scope{Kind: "query", Query: q}
 	}
 	project(obs, p, read.Nodes, q != nil)
 	return obs, nil
@@ -196,7 +135,7 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *Query
 
 // readAX asks the provider for the page's AX nodes (ax.read), or for the
 // literal matches of q (ax.find); frame names a child frame's document.
-func (r *Runtime) readAX(ctx context.Context, prov Provider, l *lease.Lease, q *Query, frame map[string]string) (*axRead, error) {
+func (r *Runtime) readAX(ctx context.Context, prov Provider, l *lease.Lease, q *browser.Query, frame map[string]string) (*axRead, error) {
 	method, request := "ax.read", map[string]any{}
 	if q != nil {
 		method, request["name"] = "ax.find", q.Name
@@ -238,7 +177,7 @@ func (r *Runtime) checkOrigin(l *lease.Lease, pageURL string) error {
 // its ref stands for.
 type entry struct {
 	text    string // a text fragment, when ref is nil
-	ref     *NodeRef
+	ref     *browser.NodeRef
 	target  target
 	size    int  // the element's share of the node budget
 	dropped bool // an element that cannot be shown (its name is too long): the observation is truncated
@@ -262,10 +201,10 @@ func entryOf(n axNode, query bool) (e entry, ok bool) {
 	if !query && !controlRoles[n.Role] && !(n.Props.Focusable && editable) && !(region && name != "") {
 		return e, false
 	}
-	if textLen(n.Name) > MaxNameLength || n.BackendNodeID <= 0 {
+	if textLen(n.Name) > browser.MaxNameLength || n.BackendNodeID <= 0 {
 		return entry{dropped: true}, true
 	}
-	ref := &NodeRef{Role: n.Role, Name: n.Name, Disabled: n.Props.Disabled, Editable: editable}
+	ref := &browser.NodeRef{Role: n.Role, Name: n.Name, Disabled: n.Props.Disabled, Editable: editable}
 	if checkableRoles[n.Role] {
 		switch n.Props.Checked {
 		case "true":
@@ -276,7 +215,7 @@ func entryOf(n axNode, query bool) (e entry, ok bool) {
 			ref.Checked = false
 		}
 	}
-	if n.Value != nil && textLen(*n.Value) <= MaxValueLength && !region {
+	if n.Value != nil && textLen(*n.Value) <= browser.MaxValueLength && !region {
 		ref.Value = n.Value
 	}
 	if region && !controlRoles[n.Role] {
@@ -291,7 +230,7 @@ func entryOf(n axNode, query bool) (e entry, ok bool) {
 }
 
 // project turns AX nodes into refs and text within the budgets.
-func project(obs *Observation, p refMinter, nodes []axNode, query bool) {
+func project(obs *browser.Observation, p refMinter, nodes []axNode, query bool) {
 	controls, regions, nodeBytes, textBytes := 0, 0, 0, 0
 	for _, n := range nodes {
 		e, ok := entryOf(n, query)
@@ -302,7 +241,7 @@ func project(obs *Observation, p refMinter, nodes []axNode, query bool) {
 			obs.Truncated = true
 			continue
 		case e.ref == nil:
-			if len(obs.Text) >= MaxTextFragment || textBytes+len(e.text) > MaxTextBytes {
+			if len(obs.Text) >= browser.MaxTextFragment || textBytes+len(e.text) > browser.MaxTextBytes {
 				obs.Truncated = true
 				continue
 			}
@@ -310,7 +249,7 @@ func project(obs *Observation, p refMinter, nodes []axNode, query bool) {
 			obs.Text = append(obs.Text, e.text)
 			continue
 		}
-		if (e.region() && regions >= MaxRegions) || (!e.region() && controls >= MaxControls) || nodeBytes+e.size > MaxNodeBytes {
+		if (e.region() && regions >= browser.MaxRegions) || (!e.region() && controls >= browser.MaxControls) || nodeBytes+e.size > browser.MaxNodeBytes {
 			obs.Truncated = true
 			continue
 		}

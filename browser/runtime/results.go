@@ -1,9 +1,11 @@
-package browser
+package runtime
 
 import (
 	"container/list"
 	"encoding/json"
 	"time"
+
+	"github.com/dsh-browser/broker/browser"
 )
 
 // Retention of completed action results, per the protocol. Evicting a
@@ -99,19 +101,19 @@ func newResultCache(now func() time.Time) *resultCache {
 }
 
 // put stores a copy of res; results over MaxResultSize are not retained.
-func (c *resultCache) put(id, leaseID string, res *ActionResult) {
+func (c *resultCache) put(id, leaseID string, res *browser.ActionResult) {
 	if data, err := json.Marshal(res); err == nil {
 		c.boundedCache.put(id, leaseID, nil, data)
 	}
 }
 
 // get returns a fresh copy of a retained result, or nil.
-func (c *resultCache) get(id string) *ActionResult {
+func (c *resultCache) get(id string) *browser.ActionResult {
 	v := c.boundedCache.get(id)
 	if v == nil {
 		return nil
 	}
-	var res ActionResult
+	var res browser.ActionResult
 	if json.Unmarshal(v.data, &res) != nil {
 		return nil
 	}

@@ -1,31 +1,20 @@
-package browser
+package runtime
 
 import (
 	"context"
 	"encoding/json"
 
+	"github.com/dsh-browser/broker/browser"
+
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/wire"
 )
-
-// Provider capabilities for child frames.
-const (
-	CapFrameRead  = "ax.read-frame.v1" // ax.read and ax.find with a frame
-	CapFrameInput = "input.frame.v1"   // input.click, input.text, input.key with a frame
-)
-
-// FrameSelector names a child frame and the document the client saw in it,
-// from browser.frames.
-type FrameSelector struct {
-	FrameID       string `json:"frameId"`
-	DocumentEpoch string `json:"documentEpoch"`
-}
 
 // observeFrame reads a same-origin child frame's document, or its literal
 // matches of a query (a bounded walk of the frame), under frameTarget's
 // authority; the provider checks the origins again before and after its
 // read. Its refs can be clicked with a frame action (ActionRequest.Frame).
-func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *FrameSelector, q *Query) (*Observation, error) {
+func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *browser.FrameSelector, q *browser.Query) (*browser.Observation, error) {
 	target, err := r.frameTarget(ctx, l, p, prov, sel)
 	if err != nil {
 		return nil, err
@@ -37,13 +26,13 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 	if read.DocumentEpoch != sel.DocumentEpoch {
 		return nil, wire.Err(wire.CodeStaleTarget)
 	}
-	obs := &Observation{
+	obs := &browser.Observation{
 		Format: "full", Cursor: randomCursor(), Tab: l.Tab, URL: read.URL, Title: read.Title,
-		DocumentEpoch: read.DocumentEpoch, Revision: p.observedFrame(), Nodes: []NodeRef{}, Text: []string{},
-		Truncated: read.Truncated, Scope: Scope{Kind: "frame", FrameID: sel.FrameID},
+		DocumentEpoch: read.DocumentEpoch, Revision: p.observedFrame(), Nodes: []browser.NodeRef{}, Text: []string{},
+		Truncated: read.Truncated, Scope: browser.Scope{Kind: "frame", FrameID: sel.FrameID},
 	}
 	if q != nil {
-		obs.Scope = Scope{Kind: "query", Query: q, FrameID: sel.FrameID}
+		obs.Scope = browser.Scope{Kind: "query", Query: q, FrameID: sel.FrameID}
 	}
 	project(obs, p.inFrame(read.DocumentEpoch), read.Nodes, q != nil)
 	return obs, nil
@@ -54,9 +43,9 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 // not be the main frame (INVALID_REQUEST); it and every frame above it must
 // be of the main document's origin and in sight (else POLICY_DENIED); it
 // must still show the document the client names (else STALE_TARGET).
-func (r *Runtime) frameTarget(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *FrameSelector) (sourceFrame, error) {
+func (r *Runtime) frameTarget(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *browser.FrameSelector) (sourceFrame, error) {
 	var none sourceFrame
-	if !prov.Capable(CapFrameRead) || !prov.Capable(CapFramesList) {
+	if !prov.Capable(browser.CapFrameRead) || !prov.Capable(browser.CapFramesList) {
 		return none, wire.Err(wire.CodeUnsupportedCapability)
 	}
 	raw, err := prov.Call(ctx, "frames.list", map[string]any{"lease": l})

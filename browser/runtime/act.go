@@ -1,4 +1,4 @@
-package browser
+package runtime
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/dsh-browser/broker/browser"
 
 	"github.com/dsh-browser/broker/internal/failpoint"
 	"github.com/dsh-browser/broker/lease"
@@ -15,76 +17,21 @@ import (
 
 // Action limits.
 const (
-	DefaultActionTimeout = 10 * time.Second
-	MaxActionTimeout     = 30 * time.Second
-	MaxActionText        = 10_000
-	MaxExpectedText      = 2_000
-	MaxFences            = 10_000
+	MaxFences = 10_000
 )
 
-// NamedKeys are the keys press accepts.
-var NamedKeys = map[string]bool{
-	"Enter": true, "Tab": true, "Escape": true, "Space": true,
-	"ArrowUp": true, "ArrowDown": true, "ArrowLeft": true, "ArrowRight": true,
-	"Home": true, "End": true, "PageUp": true, "PageDown": true, "Backspace": true, "Delete": true,
-}
-
-// Action is one input: click, fill, type, append or press.
-type Action struct {
-	Kind     string    `json:"kind"`
-	Ref      string    `json:"ref"`
-	Text     *string   `json:"text,omitempty"`  // fill, type, append
-	Key      string    `json:"key,omitempty"`   // press
-	Shift    *bool     `json:"shift,omitempty"` // press
-	Expected *Expected `json:"expected,omitempty"`
-}
-
-// Expected is a postcondition checked after the action: the page's text
-// contains Text (whitespace-collapsed).
-type Expected struct {
-	Kind string `json:"kind"` // "text"
-	Text string `json:"text"`
-}
-
-// ActionRequest is the request of browser.act.
-type ActionRequest struct {
-	RequestID     string `json:"requestId"`
-	LeaseID       string `json:"leaseId"`
-	DocumentEpoch string `json:"documentEpoch"`
-	Action        Action `json:"action"`
-	TimeoutMs     *int   `json:"timeoutMs,omitempty"`
-	// Frame acts in a same-origin child frame, on a ref from that frame's
-	// observation; DocumentEpoch is then the frame's.
-	Frame *FrameSelector `json:"frame,omitempty"`
-}
-
 // validFrame checks a frame action: on the frame's document.
-func (req *ActionRequest) validFrame() bool {
+func validFrame(req *browser.ActionRequest) bool {
 	f := req.Frame
 	return f == nil || (bounded(f.FrameID, 1, 128) && f.DocumentEpoch == req.DocumentEpoch)
 }
 
-// ActionResult is the value of browser.act.
-type ActionResult struct {
-	RequestID     string       `json:"requestId"`
-	Outcome       string       `json:"outcome"`       // succeeded, failed, cancelled, unknown
-	Dispatch      string       `json:"dispatch"`      // notDispatched, dispatched, observed
-	Postcondition string       `json:"postcondition"` // passed, failed, unverified
-	Code          wire.Code    `json:"code,omitempty"`
-	Observation   *Observation `json:"observation,omitempty"`
-	Recovery      *Recovery    `json:"recovery,omitempty"`
-}
-
-type actParams struct {
-	SessionID string        `json:"sessionId"`
-	Request   ActionRequest `json:"request"`
-}
-
-func (a *Action) valid() bool {
+// validAction checks an action's fields beyond their types.
+func validAction(a *browser.Action) bool {
 	if !bounded(a.Ref, 1, 128) {
 		return false
 	}
-	textOK := a.Text != nil && textLen(*a.Text) <= MaxActionText
+	textOK := a.Text != nil && textLen(*a.Text) <= browser.MaxActionText
 	switch a.Kind {
 	case "click":
 		if a.Text != nil || a.Key != "" || a.Shift != nil {
@@ -95,14 +42,14 @@ func (a *Action) valid() bool {
 			return false
 		}
 	case "press":
-		if a.Text != nil || !NamedKeys[a.Key] {
+		if a.Text != nil || !browser.NamedKeys[a.Key] {
 			return false
 		}
 	default:
 		return false
 	}
 	if e := a.Expected; e != nil {
-		if e.Kind != "text" || !bounded(e.Text, 1, MaxExpectedText) || strings.TrimSpace(e.Text) == "" {
+		if e.Kind != "text" || !bounded(e.Text, 1, browser.MaxExpectedText) || strings.TrimSpace(e.Text) == "" {
 			return false
 		}
 	}
@@ -115,18 +62,18 @@ func (a *Action) valid() bool {
 // first result while it is retained and a metadata-only RECOVERY_REQUIRED
 // after; a reuse with another payload is REQUEST_ID_CONFLICT.
 func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in actParams
+	var in browser.ActParams
 	if err := decodeParams(params, &in); err != nil {
 		return nil, err
 	}
 	req := in.Request
 	if !bounded(in.SessionID, 1, 256) || !bounded(req.RequestID, 1, 128) || strings.HasPrefix(req.RequestID, "batch:") ||
-		!bounded(req.LeaseID, 1, 256) || !bounded(req.DocumentEpoch, 1, 512) || !req.Action.valid() || !req.validFrame() {
+		!bounded(req.LeaseID, 1, 256) || !bounded(req.DocumentEpoch, 1, 512) || !validAction(&req.Action) || !validFrame(&req) {
 		return nil, invalid()
 	}
-	timeout := DefaultActionTimeout
+	timeout := browser.DefaultActionTimeout
 	if req.TimeoutMs != nil {
-		if *req.TimeoutMs < 1 || *req.TimeoutMs > int(MaxActionTimeout/time.Millisecond) {
+		if *req.TimeoutMs < 1 || *req.TimeoutMs > int(browser.MaxActionTimeout/time.Millisecond) {
 			return nil, invalid()
 		}
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
@@ -137,7 +84,7 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 		return retry, err
 	}
 	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
-	var res *ActionResult
+	var res *browser.ActionResult
 	if idt.durable {
 		res, err = r.actDurable(ctx, owner, idt, req, timeout)
 	} else {
@@ -152,10 +99,10 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 
 // actDurable runs an action under the journal: intent is durable before the
 // provider is asked to dispatch, the outcome is recorded after.
-func (r *Runtime) actDurable(ctx context.Context, owner lease.Owner, idt identity, req ActionRequest, timeout time.Duration) (*ActionResult, error) {
+func (r *Runtime) actDurable(ctx context.Context, owner lease.Owner, idt identity, req browser.ActionRequest, timeout time.Duration) (*browser.ActionResult, error) {
 	rec, err := r.cfg.Journal.Lookup(idt.key)
 	if err != nil {
-		return (&ActionResult{RequestID: req.RequestID}).refuse(err), nil
+		return refuse(&browser.ActionResult{RequestID: req.RequestID}, err), nil
 	}
 	if rec != nil {
 		if rec.Hash != idt.hash {
@@ -170,19 +117,19 @@ func (r *Runtime) actDurable(ctx context.Context, owner lease.Owner, idt identit
 		return recovered(req.RequestID, rec), nil
 	}
 	return r.run(ctx, owner, req, timeout,
-		func() *ActionResult { return r.reserve(idt.key, idt.hash, req.Action.Kind, req.RequestID) },
-		func(res *ActionResult) { r.settle(idt.key, res) })
+		func() *browser.ActionResult { return r.reserve(idt.key, idt.hash, req.Action.Kind, req.RequestID) },
+		func(res *browser.ActionResult) { r.settle(idt.key, res) })
 }
 
-func (r *Runtime) act(ctx context.Context, owner lease.Owner, req ActionRequest, timeout time.Duration) (*ActionResult, error) {
-	return r.run(ctx, owner, req, timeout, func() *ActionResult { return nil }, func(*ActionResult) {})
+func (r *Runtime) act(ctx context.Context, owner lease.Owner, req browser.ActionRequest, timeout time.Duration) (*browser.ActionResult, error) {
+	return r.run(ctx, owner, req, timeout, func() *browser.ActionResult { return nil }, func(*browser.ActionResult) {})
 }
 
 // run performs one action. reserve runs once the lease is known to be live,
 // right before anything is sent to the provider; a non-nil result from it is
 // returned without dispatching. settle runs with the final result.
-func (r *Runtime) run(ctx context.Context, owner lease.Owner, req ActionRequest, timeout time.Duration,
-	reserve func() *ActionResult, settle func(*ActionResult)) (*ActionResult, error) {
+func (r *Runtime) run(ctx context.Context, owner lease.Owner, req browser.ActionRequest, timeout time.Duration,
+	reserve func() *browser.ActionResult, settle func(*browser.ActionResult)) (*browser.ActionResult, error) {
 	l, p, prov, err := r.leased(owner, req.LeaseID)
 	if err != nil {
 		return nil, err
@@ -197,11 +144,11 @@ func (r *Runtime) run(ctx context.Context, owner lease.Owner, req ActionRequest,
 
 // perform resolves the target, dispatches through the provider's fenced
 // input seam and verifies. It always returns a result saying what happened.
-func (r *Runtime) perform(ctx context.Context, l *lease.Lease, p *page, prov Provider, req ActionRequest, timeout time.Duration) *ActionResult {
+func (r *Runtime) perform(ctx context.Context, l *lease.Lease, p *page, prov Provider, req browser.ActionRequest, timeout time.Duration) *browser.ActionResult {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res := &ActionResult{RequestID: req.RequestID}
-	notDispatched := res.refuse
+	res := &browser.ActionResult{RequestID: req.RequestID}
+	notDispatched := func(err error) *browser.ActionResult { return refuse(res, err) }
 	if !p.acquire(ctx.Done()) {
 		return notDispatched(wire.Err(wire.CodeDeadlineExceeded))
 	}
@@ -210,7 +157,7 @@ func (r *Runtime) perform(ctx context.Context, l *lease.Lease, p *page, prov Pro
 }
 
 // refuse fills res for an action refused before any input was sent.
-func (res *ActionResult) refuse(err error) *ActionResult {
+func refuse(res *browser.ActionResult, err error) *browser.ActionResult {
 	res.Dispatch, res.Postcondition, res.Code = "notDispatched", "unverified", rpc.CodeOf(err)
 	switch res.Code {
 	case wire.CodeCancelled, wire.CodeUserStopped, wire.CodeLeaseRevoked:
@@ -223,11 +170,11 @@ func (res *ActionResult) refuse(err error) *ActionResult {
 
 // performHeld is perform for a caller that holds the tab's queue slot (a
 // batch holds one slot for all its steps).
-func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov Provider, req ActionRequest, res *ActionResult) *ActionResult {
-	notDispatched := res.refuse
+func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov Provider, req browser.ActionRequest, res *browser.ActionResult) *browser.ActionResult {
+	notDispatched := func(err error) *browser.ActionResult { return refuse(res, err) }
 	var frame *sourceFrame
 	if req.Frame != nil {
-		if !prov.Capable(CapFrameInput) {
+		if !prov.Capable(browser.CapFrameInput) {
 			return notDispatched(wire.Err(wire.CodeUnsupportedCapability))
 		}
 		f, err := r.frameTarget(ctx, l, p, prov, req.Frame)
@@ -281,10 +228,12 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 	}
 	failpoint.Hit("after-dispatch")
 	res.Dispatch = "dispatched"
-	look := func(q *Query) (*Observation, error) { return r.observe(ctx, l, p, q) }
+	look := func(q *browser.Query) (*browser.Observation, error) { return r.observe(ctx, l, p, q) }
 	if req.Frame != nil {
 		// Verified in the frame only: the action's scope.
-		look = func(q *Query) (*Observation, error) { return r.observeFrame(ctx, l, p, prov, req.Frame, q) }
+		look = func(q *browser.Query) (*browser.Observation, error) {
+			return r.observeFrame(ctx, l, p, prov, req.Frame, q)
+		}
 	}
 	r.verify(ctx, p, look, req.Action.Expected, res)
 	return res
@@ -292,7 +241,7 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 
 // verify observes the page after an action and checks the expectation,
 // re-reading on every page change until the deadline.
-func (r *Runtime) verify(ctx context.Context, p *page, look func(*Query) (*Observation, error), want *Expected, res *ActionResult) {
+func (r *Runtime) verify(ctx context.Context, p *page, look func(*browser.Query) (*browser.Observation, error), want *browser.Expected, res *browser.ActionResult) {
 	res.Outcome, res.Postcondition = "unknown", "unverified"
 	// notSeen is the answer when the deadline ends the wait: the text is
 	// absent from a complete observation (failed), or could be in the part
@@ -335,12 +284,12 @@ func (r *Runtime) verify(ctx context.Context, p *page, look func(*Query) (*Obser
 // named looks for the expected text beyond a truncated observation: an
 // element whose accessible name is exactly that text (a bounded, literal
 // search, like a query observation).
-func named(look func(*Query) (*Observation, error), text string) bool {
+func named(look func(*browser.Query) (*browser.Observation, error), text string) bool {
 	name := collapse(text)
-	if !bounded(name, 1, MaxNameLength) {
+	if !bounded(name, 1, browser.MaxNameLength) {
 		return false
 	}
-	q, err := look(&Query{Name: name})
+	q, err := look(&browser.Query{Name: name})
 	return err == nil && len(q.Nodes) > 0
 }
 

@@ -1,4 +1,4 @@
-package browser
+package runtime
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-browser/broker/browser"
 
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/wire"
@@ -15,12 +17,12 @@ func TestResultCacheLimits(t *testing.T) {
 	now := time.Unix(1000, 0)
 	c := newResultCache(func() time.Time { return now })
 	for i := range MaxResults {
-		c.put(fmt.Sprint("id", i), "lease", &ActionResult{RequestID: fmt.Sprint(i)})
+		c.put(fmt.Sprint("id", i), "lease", &browser.ActionResult{RequestID: fmt.Sprint(i)})
 	}
 	if c.get("id0") == nil {
 		t.Fatalf("%d results: the oldest must still be retained", MaxResults)
 	}
-	c.put("one-more", "lease", &ActionResult{RequestID: "x"})
+	c.put("one-more", "lease", &browser.ActionResult{RequestID: "x"})
 	if c.get("id0") != nil || c.get("id1") == nil || c.get("one-more") == nil || c.order.Len() != MaxResults {
 		t.Fatalf("result %d must evict the oldest, keeping %d (have %d)", MaxResults+1, MaxResults, c.order.Len())
 	}
@@ -36,12 +38,12 @@ func TestResultCacheLimits(t *testing.T) {
 	}
 
 	// Size: one result over 128 KiB is not retained; the total stays under 8 MiB.
-	big := &ActionResult{RequestID: strings.Repeat("x", MaxResultSize)}
+	big := &browser.ActionResult{RequestID: strings.Repeat("x", MaxResultSize)}
 	c.put("too-big", "lease", big)
 	if c.get("too-big") != nil {
 		t.Fatal("a result over 128 KiB must not be retained")
 	}
-	fill := &ActionResult{RequestID: strings.Repeat("y", MaxResultSize-200)}
+	fill := &browser.ActionResult{RequestID: strings.Repeat("y", MaxResultSize-200)}
 	for i := range 80 {
 		c.put(fmt.Sprint("fill", i), "lease", fill)
 		if c.bytes > MaxResultBytes {
@@ -52,7 +54,7 @@ func TestResultCacheLimits(t *testing.T) {
 		t.Fatal("the byte budget must evict the oldest results first")
 	}
 
-	c.put("other", "lease-2", &ActionResult{})
+	c.put("other", "lease-2", &browser.ActionResult{})
 	c.purgeLease("lease")
 	if c.order.Len() != 1 || c.get("other") == nil {
 		t.Fatalf("purging a lease must drop its results only (left %d)", c.order.Len())
@@ -60,7 +62,7 @@ func TestResultCacheLimits(t *testing.T) {
 }
 
 func TestInMemoryFenceLimit(t *testing.T) {
-	r := New(Config{})
+	r := New(Config{}, newTestHost())
 	for i := range MaxFences {
 		if _, first, err := r.enter(fmt.Sprint("id", i), [32]byte{}); err != nil || !first {
 			t.Fatalf("fence %d: %v", i, err)
@@ -76,16 +78,16 @@ func TestInMemoryFenceLimit(t *testing.T) {
 
 func TestObservationBudgets(t *testing.T) {
 	var nodes []axNode
-	for i := range MaxControls + 1 {
+	for i := range browser.MaxControls + 1 {
 		nodes = append(nodes, axNode{BackendNodeID: int64(1 + i), Role: "button", Name: fmt.Sprint("b", i)})
 	}
-	for i := range MaxRegions + 1 {
+	for i := range browser.MaxRegions + 1 {
 		nodes = append(nodes, axNode{BackendNodeID: int64(1000 + i), Role: "region", Name: fmt.Sprint("r", i)})
 	}
-	for i := range MaxTextFragment + 1 {
+	for i := range browser.MaxTextFragment + 1 {
 		nodes = append(nodes, axNode{Role: "StaticText", Name: fmt.Sprint("t", i)})
 	}
-	obs := &Observation{}
+	obs := &browser.Observation{}
 	project(obs, newPage(&lease.Lease{}, "E"), nodes, false)
 	controls, regions := 0, 0
 	for _, n := range obs.Nodes {
@@ -95,24 +97,24 @@ func TestObservationBudgets(t *testing.T) {
 			controls++
 		}
 	}
-	if controls != MaxControls || regions != MaxRegions || len(obs.Text) != MaxTextFragment || !obs.Truncated {
+	if controls != browser.MaxControls || regions != browser.MaxRegions || len(obs.Text) != browser.MaxTextFragment || !obs.Truncated {
 		t.Fatalf("kept %d controls, %d regions, %d texts (truncated %v); want %d, %d, %d and truncated",
-			controls, regions, len(obs.Text), obs.Truncated, MaxControls, MaxRegions, MaxTextFragment)
+			controls, regions, len(obs.Text), obs.Truncated, browser.MaxControls, browser.MaxRegions, browser.MaxTextFragment)
 	}
 
 	// At the limits exactly, nothing is cut.
-	obs = &Observation{}
-	project(obs, newPage(&lease.Lease{}, "E"), append(append(nodes[:MaxControls:MaxControls],
-		nodes[MaxControls+1:MaxControls+1+MaxRegions]...), nodes[MaxControls+MaxRegions+2:len(nodes)-1]...), false)
-	if obs.Truncated || len(obs.Nodes) != MaxControls+MaxRegions || len(obs.Text) != MaxTextFragment {
+	obs = &browser.Observation{}
+	project(obs, newPage(&lease.Lease{}, "E"), append(append(nodes[:browser.MaxControls:browser.MaxControls],
+		nodes[browser.MaxControls+1:browser.MaxControls+1+browser.MaxRegions]...), nodes[browser.MaxControls+browser.MaxRegions+2:len(nodes)-1]...), false)
+	if obs.Truncated || len(obs.Nodes) != browser.MaxControls+browser.MaxRegions || len(obs.Text) != browser.MaxTextFragment {
 		t.Fatalf("at the limits: %d nodes, %d texts, truncated %v", len(obs.Nodes), len(obs.Text), obs.Truncated)
 	}
 
 	// A name over 1,000 units is dropped, not cut.
-	obs = &Observation{}
+	obs = &browser.Observation{}
 	project(obs, newPage(&lease.Lease{}, "E"), []axNode{
-		{BackendNodeID: 1, Role: "button", Name: strings.Repeat("n", MaxNameLength)},
-		{BackendNodeID: 2, Role: "button", Name: strings.Repeat("n", MaxNameLength+1)},
+		{BackendNodeID: 1, Role: "button", Name: strings.Repeat("n", browser.MaxNameLength)},
+		{BackendNodeID: 2, Role: "button", Name: strings.Repeat("n", browser.MaxNameLength+1)},
 	}, false)
 	if len(obs.Nodes) != 1 || !obs.Truncated {
 		t.Fatalf("names at and past 1,000: kept %d, truncated %v", len(obs.Nodes), obs.Truncated)

@@ -1,4 +1,4 @@
-package browser
+package runtime
 
 import (
 	"context"
@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/dsh-browser/broker/browser"
 
 	"github.com/dsh-browser/broker/internal/failpoint"
 	"github.com/dsh-browser/broker/journal"
@@ -20,17 +21,8 @@ import (
 type fence struct {
 	hash   [32]byte
 	done   chan struct{}
-	result *ActionResult // nil when err is set
+	result *browser.ActionResult // nil when err is set
 	err    error
-}
-
-// Recovery describes an earlier execution of a retried action whose result
-// is no longer available: it may have happened, and is never replayed.
-type Recovery struct {
-	State        string    `json:"state"` // reserved: intent recorded, outcome never recorded; settled: completed
-	RecordedAt   time.Time `json:"recordedAt"`
-	Dispatch     string    `json:"dispatch"` // what is known of the input
-	PriorOutcome string    `json:"priorOutcome,omitempty"`
 }
 
 // identity says where an action's fence lives: under the client's
@@ -61,7 +53,7 @@ func (r *Runtime) identify(c Client, session, requestID string, request any) ide
 
 // begin registers an action. For a duplicate of a running or finished one
 // it waits and returns that one's answer with a nil fence.
-func (r *Runtime) begin(ctx context.Context, idt identity) (*fence, *ActionResult, error) {
+func (r *Runtime) begin(ctx context.Context, idt identity) (*fence, *browser.ActionResult, error) {
 	f, first, err := r.enter(idt.id, idt.hash)
 	if err != nil || first {
 		return f, nil, err
@@ -77,7 +69,7 @@ func (r *Runtime) begin(ctx context.Context, idt identity) (*fence, *ActionResul
 
 // finish publishes an action's answer to waiting duplicates and retains a
 // fresh result. A durable fence is dropped: the journal holds the identity.
-func (r *Runtime) finish(idt identity, f *fence, leaseID string, res *ActionResult, err error) {
+func (r *Runtime) finish(idt identity, f *fence, leaseID string, res *browser.ActionResult, err error) {
 	r.mu.Lock()
 	f.result, f.err = res, err
 	if _, seen := r.results.byID[idt.id]; res != nil && !seen && res.Code != wire.CodeRecoveryRequired {
@@ -110,7 +102,7 @@ func (r *Runtime) enter(id string, hash [32]byte) (*fence, bool, error) {
 
 // answerRetry answers a duplicate of a completed in-memory execution: the
 // retained result, the same error, or metadata-only RECOVERY_REQUIRED.
-func (r *Runtime) answerRetry(id string, f *fence) (*ActionResult, error) {
+func (r *Runtime) answerRetry(id string, f *fence) (*browser.ActionResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if f.err != nil {
@@ -126,15 +118,15 @@ func (r *Runtime) answerRetry(id string, f *fence) (*ActionResult, error) {
 
 // recovered is the metadata-only answer to a retry of an action whose
 // result is gone: it says what may have happened and never re-executes.
-func recovered(requestID string, rec *journal.Record) *ActionResult {
-	rv := &Recovery{State: rec.State, Dispatch: rec.Dispatch, RecordedAt: rec.ReservedAt}
+func recovered(requestID string, rec *journal.Record) *browser.ActionResult {
+	rv := &browser.Recovery{State: rec.State, Dispatch: rec.Dispatch, RecordedAt: rec.ReservedAt}
 	dispatch := rec.Dispatch
 	if rec.State == journal.StateSettled {
 		rv.PriorOutcome, rv.RecordedAt = rec.Outcome, rec.SettledAt
 	} else {
 		dispatch = "dispatched" // intent without outcome: it may have happened
 	}
-	return &ActionResult{
+	return &browser.ActionResult{
 		RequestID: requestID, Outcome: "unknown", Dispatch: dispatch, Postcondition: "unverified",
 		Code: wire.CodeRecoveryRequired, Recovery: rv,
 	}
@@ -142,13 +134,13 @@ func recovered(requestID string, rec *journal.Record) *ActionResult {
 
 // reserve records an action's intent durably. A non-nil result is the
 // answer instead: nothing may be dispatched.
-func (r *Runtime) reserve(key journal.Key, hash [32]byte, kind, requestID string) *ActionResult {
+func (r *Runtime) reserve(key journal.Key, hash [32]byte, kind, requestID string) *browser.ActionResult {
 	failpoint.Hit("before-intent")
 	if err := r.cfg.Journal.Reserve(key, hash, kind); err != nil {
 		if dup, ok := errors.AsType[*journal.DuplicateError](err); ok {
 			return recovered(requestID, &dup.Record)
 		}
-		return (&ActionResult{RequestID: requestID}).refuse(err)
+		return refuse(&browser.ActionResult{RequestID: requestID}, err)
 	}
 	failpoint.Hit("after-intent")
 	return nil
@@ -156,7 +148,7 @@ func (r *Runtime) reserve(key journal.Key, hash [32]byte, kind, requestID string
 
 // settle records an action's outcome. If it cannot be recorded the answer
 // says so, and an input that may have happened becomes unknown.
-func (r *Runtime) settle(key journal.Key, res *ActionResult) {
+func (r *Runtime) settle(key journal.Key, res *browser.ActionResult) {
 	if err := r.cfg.Journal.Settle(key, res.Outcome, res.Dispatch); err != nil {
 		r.log.Error("cannot record an action's outcome", "err", err)
 		if res.Dispatch != "notDispatched" {

@@ -1,28 +1,17 @@
-package browser
+package runtime
 
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/dsh-browser/broker/browser"
 )
-
-// TabSummary is one tab as browser.tabs reports it.
-type TabSummary struct {
-	ID         string `json:"id"`
-	InstanceID string `json:"instanceId"`
-	URL        string `json:"url"`
-	Title      string `json:"title"`
-}
-
-type tabsParams struct {
-	SessionID  string `json:"sessionId"`
-	InstanceID string `json:"instanceId"`
-}
 
 // Tabs lists an instance's tabs through the provider's tabs.list, keeping
 // only credential-free HTTP(S) tabs of that instance (and, in restricted
 // mode with --allow-origin, only allowlisted origins).
 func (r *Runtime) Tabs(ctx context.Context, _ Client, params json.RawMessage) (any, error) {
-	var in tabsParams
+	var in browser.TabsParams
 	if err := decodeParams(params, &in); err != nil {
 		return nil, err
 	}
@@ -32,7 +21,7 @@ func (r *Runtime) Tabs(ctx context.Context, _ Client, params json.RawMessage) (a
 	return r.listTabs(ctx, in.InstanceID)
 }
 
-func (r *Runtime) listTabs(ctx context.Context, instanceID string) ([]TabSummary, error) {
+func (r *Runtime) listTabs(ctx context.Context, instanceID string) ([]browser.TabSummary, error) {
 	prov, err := r.provider(instanceID)
 	if err != nil {
 		return nil, err
@@ -43,12 +32,12 @@ func (r *Runtime) listTabs(ctx context.Context, instanceID string) ([]TabSummary
 	if err != nil {
 		return nil, err
 	}
-	var listed []TabSummary
+	var listed []browser.TabSummary
 	if err := json.Unmarshal(raw, &listed); err != nil {
 		r.log.Warn("provider sent a malformed tab list", "instance", instanceID, "err", err)
 		return nil, errInternal()
 	}
-	out := make([]TabSummary, 0, len(listed))
+	out := make([]browser.TabSummary, 0, len(listed))
 	for _, tab := range listed {
 		if tab.InstanceID != instanceID || !bounded(tab.ID, 1, 256) {
 			continue

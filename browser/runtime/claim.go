@@ -1,4 +1,4 @@
-package browser
+package runtime
 
 import (
 	"context"
@@ -7,27 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/service"
+
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/wire"
 )
-
-// LeaseResult is the value of browser.claim.
-type LeaseResult struct {
-	ID         string `json:"id"`
-	Owner      string `json:"owner"`
-	Tab        string `json:"tab"`
-	InstanceID string `json:"instanceId"`
-	Token      string `json:"token"`
-	Origin     string `json:"origin"`
-	Scope      string `json:"scope"`
-	ExpiresAt  int64  `json:"expiresAt"`
-}
-
-type claimParams struct {
-	SessionID  string `json:"sessionId"`
-	InstanceID string `json:"instanceId"`
-	Tab        string `json:"tab"`
-}
 
 type grantResult struct {
 	Granted       bool   `json:"granted"`
@@ -43,7 +28,7 @@ func errInternal() error { return wire.Err(wire.CodeInternalError) }
 // exact origin; in personal mode an HTTP(S) tab is leased without a prompt,
 // scoped to the tab.
 func (r *Runtime) Claim(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in claimParams
+	var in browser.ClaimParams
 	if err := decodeParams(params, &in); err != nil {
 		return nil, err
 	}
@@ -54,11 +39,18 @@ func (r *Runtime) Claim(ctx context.Context, c Client, params json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
+	if !r.cfg.Personal && !prov.OwnerSurface() {
+		// Restricted mode asks the owner to approve the claim in the
+		// browser; a provider the owner's browser did not start cannot
+		// give that consent.
+		r.log.Warn("claim refused: the browser instance is not the owner's own (see PROTOCOL.md, threat model)", "instance", in.InstanceID)
+		return nil, wire.Err(wire.CodePolicyDenied)
+	}
 	tabs, err := r.listTabs(ctx, in.InstanceID)
 	if err != nil {
 		return nil, err
 	}
-	var tab *TabSummary
+	var tab *browser.TabSummary
 	for i := range tabs {
 		if tabs[i].ID == in.Tab {
 			tab = &tabs[i]
@@ -110,7 +102,7 @@ func (r *Runtime) Claim(ctx context.Context, c Client, params json.RawMessage) (
 		return nil, err
 	}
 	r.log.Info("lease granted", "lease", l.ID, "tab", l.Tab, "origin", l.Origin, "scope", l.Scope, "client", c.Label())
-	return &LeaseResult{
+	return &browser.LeaseResult{
 		ID: l.ID, Owner: fmt.Sprintf("[%q,%q]", fmt.Sprint(owner.Conn), owner.Session), Tab: l.Tab,
 		InstanceID: l.InstanceID, Token: l.Token, Origin: l.Origin, Scope: l.Scope, ExpiresAt: l.ExpiresAt,
 	}, nil
@@ -139,25 +131,20 @@ func (r *Runtime) leaseEnded(l *lease.Lease, why lease.Reason) {
 	r.mu.Unlock()
 	r.log.Info("lease ended", "lease", l.ID, "tab", l.Tab, "why", why)
 	if why != lease.OwnerGone {
-		if c := r.cfg.Client(l.Owner.Conn); c != nil {
+		if c := r.host.Client(l.Owner.Conn); c != nil {
 			c.Notify("browser.lease-revoked", map[string]string{"sessionId": l.Owner.Session, "leaseId": l.ID})
 		}
 	}
 	if why != lease.Revoked && why != lease.ProviderGone {
-		if prov := r.cfg.Provider(l.InstanceID); prov != nil {
+		if prov := r.host.Provider(l.InstanceID); prov != nil {
 			r.revokeAtProvider(prov, l)
 		}
 	}
 }
 
-type releaseParams struct {
-	SessionID string `json:"sessionId"`
-	LeaseID   string `json:"leaseId"`
-}
-
 // Release ends one of the caller's leases; an unknown lease is a no-op.
 func (r *Runtime) Release(_ context.Context, c Client, params json.RawMessage) (any, error) {
-	var in releaseParams
+	var in browser.ReleaseParams
 	if err := decodeParams(params, &in); err != nil {
 		return nil, err
 	}
@@ -170,13 +157,9 @@ func (r *Runtime) Release(_ context.Context, c Client, params json.RawMessage) (
 	return map[string]bool{"released": true}, nil
 }
 
-type sessionParams struct {
-	SessionID string `json:"sessionId"`
-}
-
 // ReleaseSession ends the session's leases and cancels its pending claims.
 func (r *Runtime) ReleaseSession(_ context.Context, c Client, params json.RawMessage) (any, error) {
-	var in sessionParams
+	var in browser.SessionParams
 	if err := decodeParams(params, &in); err != nil {
 		return nil, err
 	}
@@ -202,30 +185,26 @@ func (r *Runtime) ClientGone(conn uint64) {
 	r.mu.Unlock()
 }
 
-// ProviderGone ends every lease on a disconnected browser instance.
-func (r *Runtime) ProviderGone(instanceID string) {
-	r.leases.EndWhere(func(l *lease.Lease) bool { return l.InstanceID == instanceID }, lease.ProviderGone)
-}
-
-// ProviderEvent handles an event from a provider. Events name leases; one
+// Event handles an event from a browser provider. Events name leases; one
 // naming another instance's lease is ignored.
-func (r *Runtime) ProviderEvent(instanceID string, ev *wire.Envelope) {
-	switch ev.Event {
-	case "lease.revoked":
+func (r *Runtime) Event(prov service.Provider, event string, value json.RawMessage) {
+	instanceID := prov.InstanceID()
+	switch event {
+	case browser.ProviderEventLeaseRevoked:
 		var v struct {
 			LeaseID string `json:"leaseId"`
 		}
-		if json.Unmarshal(ev.Value, &v) != nil {
+		if json.Unmarshal(value, &v) != nil {
 			return
 		}
 		r.leases.EndWhere(func(l *lease.Lease) bool { return l.ID == v.LeaseID && l.InstanceID == instanceID }, lease.Revoked)
-	case "page.changed":
+	case browser.ProviderEventPageChanged:
 		var v struct {
 			Tab      string `json:"tab"`
 			LeaseID  string `json:"leaseId"`
 			Sequence int64  `json:"sequence"`
 		}
-		if json.Unmarshal(ev.Value, &v) != nil {
+		if json.Unmarshal(value, &v) != nil {
 			return
 		}
 		r.mu.Lock()

@@ -1,17 +1,18 @@
-// Package browser implements the public browser.* methods: tab discovery,
-// claims, observation, actions and release. It is the broker's runtime: it
-// turns a client's request into bounded, fenced provider commands and builds
-// the results, so that every browser quirk is handled once, here, in Go.
+// Package runtime is the browser kind's service: it implements the public
+// browser.* methods (package browser is their vocabulary) — tab discovery,
+// claims, observation, actions, batches, page windows, frames, capture and
+// release. It turns a client's request into bounded, fenced provider
+// commands and builds the results, so that every browser quirk is handled
+// once, here, in Go.
 //
 // The extension (the provider) is thin: it checks the lease token before
 // each debugger command, performs bounded AX reads and searches, and
 // dispatches input only after re-checking the target's identity and hit
 // point (protocol/PROVIDER.md).
-package browser
+package runtime
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -20,38 +21,25 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/lease"
+	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/wire"
 )
 
 // Timeouts for provider work done on a client's behalf.
 const (
 	ProviderTimeout = 10 * time.Second // reads and single commands
-	ApprovalTimeout = 65 * time.Second // a claim the user approves in the browser (the window waits 60 s)
+	// ApprovalTimeout bounds a claim the user approves in the browser.
+	ApprovalTimeout = browser.ApprovalTimeout
 )
 
-// Provider is a connected browser instance.
-type Provider interface {
-	InstanceID() string
-	// Capable reports whether the provider advertised a capability in its
-	// hello (an optional provider method).
-	Capable(capability string) bool
-	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
-}
-
-// Client is a connected agent client.
-type Client interface {
-	ConnID() uint64
-	// Label says who the client is, for the user's approval window.
-	Label() string
-	Notify(event string, value any) error
-	// Call sends a request to the client (browser.approveBatchStep).
-	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
-	// JournalKey is the client's hello journalKey, or "" for a legacy
-	// client, whose actions are fenced for its connection only.
-	JournalKey() string
-}
+// Provider and Client are the broker's peers as the runtime sees them.
+type (
+	Provider = service.Provider
+	Client   = service.Client
+)
 
 // Journal is the durable action fence (package journal).
 type Journal interface {
@@ -66,10 +54,6 @@ type Config struct {
 	AllowOrigins []string // restricted mode: only these exact origins, when set
 	MaxLeases    int
 	MaxPending   int
-	// Provider returns the connected provider of an instance, or nil.
-	Provider func(instanceID string) Provider
-	// Client returns a connected client by connection ID, or nil.
-	Client func(conn uint64) Client
 	// Journal fences actions of clients that send a journalKey across
 	// reconnects and restarts; nil keeps every fence in memory.
 	Journal Journal
@@ -81,6 +65,7 @@ type Config struct {
 // concurrent use.
 type Runtime struct {
 	cfg    Config
+	host   service.Host
 	log    *slog.Logger
 	leases *lease.Manager
 
@@ -91,15 +76,15 @@ type Runtime struct {
 	cursors *cursorCache // observation baselines by cursor
 }
 
-// New returns a Runtime.
-func New(cfg Config) *Runtime {
+// New returns a Runtime serving the browser providers of host.
+func New(cfg Config, host service.Host) *Runtime {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, pages: make(map[string]*page), fences: make(map[string]*fence)}
+	r := &Runtime{cfg: cfg, host: host, log: cfg.Logger, pages: make(map[string]*page), fences: make(map[string]*fence)}
 	r.results = newResultCache(cfg.Now)
 	r.cursors = newCursorCache(cfg.Now)
 	r.leases = lease.NewManager(cfg.MaxLeases, cfg.MaxPending, r.leaseEnded)
@@ -107,9 +92,6 @@ func New(cfg Config) *Runtime {
 }
 
 func (r *Runtime) now() time.Time { return r.cfg.Now() }
-
-// Leases returns a snapshot of the live leases.
-func (r *Runtime) Leases() []lease.Lease { return r.leases.Live() }
 
 // decodeParams decodes params strictly into v: unknown fields and trailing
 // data are INVALID_REQUEST.
@@ -170,7 +152,7 @@ func (r *Runtime) allowedOrigin(origin string) bool {
 }
 
 func (r *Runtime) provider(instanceID string) (Provider, error) {
-	if p := r.cfg.Provider(instanceID); p != nil {
+	if p := r.host.Provider(instanceID); p != nil && p.Kind() == browser.Kind {
 		return p, nil
 	}
 	return nil, wire.Err(wire.CodeConnectionLost)
