@@ -9,9 +9,9 @@ import (
 // Action limits.
 const (
 	DefaultActionTimeout = 10 * time.Second
-	MaxActionTimeout = 30 * time.Second
-	MaxActionText = 10_000
-	MaxExpectedText = 2_000
+	MaxActionTimeout     = 30 * time.Second
+	MaxActionText        = 10_000
+	MaxExpectedText      = 2_000
 )
 
 // NamedKeys are the keys press accepts.

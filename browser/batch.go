@@ -4,9 +4,9 @@ import "time"
 
 // Batch limits.
 const (
-	MaxBatchSteps = 8
+	MaxBatchSteps       = 8
 	DefaultBatchTimeout = 30 * time.Second
-	MaxBatchTimeout = 30 * time.Second
+	MaxBatchTimeout     = 30 * time.Second
 )
 
 // BatchStep is one explicit step of a batch.

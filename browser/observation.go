@@ -88,13 +88,13 @@ func (d *ObservationDelta) Apply(nodes []NodeRef, text []string) ([]NodeRef, []s
 
 // Observation budgets.
 const (
-	MaxControls = 120
-	MaxRegions = 24
-	MaxNodeBytes = 40 << 10
+	MaxControls     = 120
+	MaxRegions      = 24
+	MaxNodeBytes    = 40 << 10
 	MaxTextFragment = 240
-	MaxTextBytes = 32 << 10
-	MaxNameLength = 1000 // UTF-16 units; longer names are dropped (truncated)
-	MaxValueLength = 1000
+	MaxTextBytes    = 32 << 10
+	MaxNameLength   = 1000 // UTF-16 units; longer names are dropped (truncated)
+	MaxValueLength  = 1000
 )
 
 // NodeRef is one element of an observation.

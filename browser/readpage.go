@@ -4,11 +4,11 @@ import "time"
 
 // Page window budgets.
 const (
-	MaxWindowEntries = 100 // elements and text fragments per window
-	MaxWindowBytes = 16 << 10 // of entries per window
+	MaxWindowEntries = 100      // elements and text fragments per window
+	MaxWindowBytes   = 16 << 10 // of entries per window
 	MaxWindowRegions = 24
-	MaxTraversals = 8 // live continuations per lease
-	ContinuationTTL = 2 * time.Minute
+	MaxTraversals    = 8 // live continuations per lease
+	ContinuationTTL  = 2 * time.Minute
 )
 
 // PageWindow is the value of browser.readPage: one window of a depth-first
