@@ -294,9 +294,11 @@ func TestUnauthenticatedCap(t *testing.T) {
 	}
 }
 
-// TestSocketFloodDoesNotStarveClients: another process keeps reopening
-// sockets without a hello, as fast as the broker closes them; clients of
-// other processes still get in, and the shedding is logged at warn level.
+// TestSocketFloodDoesNotStarveClients: another process holds 64 sockets
+// without a hello and reopens each the moment the broker closes it; 31
+// clients of another process still get in, and the shedding is logged at
+// warn level. (Before the unauthenticated cap, such a flood locked out 31 of
+// 31 clients.)
 func TestSocketFloodDoesNotStarveClients(t *testing.T) {
 	t.Parallel()
 	b := testenv.StartBroker(t)
@@ -335,19 +337,27 @@ func TestFloodHelper(t *testing.T) {
 	if sock == "" {
 		t.Skip("started by TestSocketFloodDoesNotStarveClients only")
 	}
-	var open []net.Conn
-	for {
-		c, err := net.Dial("unix", sock)
-		if err != nil {
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		open = append(open, c)
-		if len(open) > 64 {
-			open[0].Close()
-			open = open[1:]
-		}
+	// 64 sockets, each reopened the moment the broker closes it.
+	var wg sync.WaitGroup
+	for range broker.DefaultMaxConnections {
+		wg.Go(func() {
+			buf := make([]byte, 1)
+			for {
+				c, err := net.Dial("unix", sock)
+				if err != nil {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				for {
+					if _, err := c.Read(buf); err != nil {
+						break
+					}
+				}
+				c.Close()
+			}
+		})
 	}
+	wg.Wait()
 }
 
 func TestProviderLimitNeverEvicts(t *testing.T) {
