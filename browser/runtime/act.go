@@ -193,12 +193,12 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 	if t.region {
 		return notDispatched(wire.Err(wire.CodeNotActionable))
 	}
-	command := map[string]any{
-		"documentEpoch": req.DocumentEpoch,
-		"target":        map[string]any{"backendNodeId": t.BackendNodeID, "role": t.Role, "name": t.Name},
+	command := inputCommand{
+		DocumentEpoch: req.DocumentEpoch,
+		Target:        inputTarget{BackendNodeID: t.BackendNodeID, Role: t.Role, Name: t.Name},
 	}
 	if frame != nil {
-		command["frame"] = frame.document()
+		command.Frame = frame.document()
 	}
 	var method string
 	switch a := req.Action; a.Kind {
@@ -207,17 +207,15 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 		if err != nil {
 			return notDispatched(err)
 		}
-		method, command["x"], command["y"] = "input.click", x, y
+		method, command.X, command.Y = browser.ProviderInputClick, &x, &y
 	case "fill", "type", "append":
 		mode := map[string]string{"fill": "replace", "type": "insert", "append": "append"}[a.Kind]
-		method, command["text"], command["mode"] = "input.text", *a.Text, mode
+		method, command.Text, command.Mode = browser.ProviderInputText, a.Text, mode
 	case "press":
-		method, command["key"] = "input.key", a.Key
-		if a.Shift != nil && *a.Shift {
-			command["shift"] = true
-		}
+		method, command.Key = browser.ProviderInputKey, a.Key
+		command.Shift = a.Shift != nil && *a.Shift
 	}
-	if _, err := prov.Call(ctx, method, map[string]any{"lease": l, "request": command}); err != nil {
+	if err := callInput(ctx, prov, method, l, command); err != nil {
 		switch rpc.CodeOf(err) {
 		case wire.CodeStaleTarget, wire.CodeNotActionable, wire.CodeLeaseRevoked, wire.CodePolicyDenied, wire.CodeInvalidRequest:
 			return notDispatched(err) // refused before any input (PROVIDER.md)
@@ -305,7 +303,7 @@ type quad [8]float64
 // first on-screen box once two samples 32 ms apart agree (stable geometry).
 func (r *Runtime) clickPoint(ctx context.Context, prov Provider, l *lease.Lease, t *target) (float64, float64, error) {
 	call := func(method string, params map[string]any) (json.RawMessage, error) {
-		return prov.Call(ctx, "cdp", map[string]any{"lease": l, "method": method, "params": params})
+		return callCDP(ctx, prov, l, method, params)
 	}
 	node := map[string]any{"backendNodeId": t.BackendNodeID}
 	if _, err := call("DOM.scrollIntoViewIfNeeded", node); err != nil {
@@ -320,8 +318,8 @@ func (r *Runtime) clickPoint(ctx context.Context, prov Provider, l *lease.Lease,
 		var q struct {
 			Quads []quad `json:"quads"`
 		}
-		if json.Unmarshal(raw, &q) != nil {
-			return 0, 0, errInternal()
+		if err := json.Unmarshal(raw, &q); err != nil {
+			return 0, 0, providerErr("cdp DOM.getContentQuads", err)
 		}
 		if len(q.Quads) == 0 {
 			return 0, 0, wire.Err(wire.CodeNotActionable) // not rendered

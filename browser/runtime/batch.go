@@ -182,7 +182,7 @@ func (b *batch) step(ctx context.Context, l *lease.Lease, p *page, prov Provider
 	if err := ctx.Err(); err != nil {
 		return refuse(res, err)
 	}
-	raw, err := b.c.Call(ctx, "browser.approveBatchStep", map[string]any{"approvalId": b.approvalID, "index": i})
+	raw, err := b.c.Call(ctx, browser.MethodApproveBatchStep, map[string]any{"approvalId": b.approvalID, "index": i})
 	var answer struct {
 		Allowed bool `json:"allowed"`
 	}

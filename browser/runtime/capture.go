@@ -20,30 +20,14 @@ const (
 	jpegMime        = "image/jpeg"
 )
 
-// sourceScreenshot is a provider's answer to capture (PROVIDER.md).
-type sourceScreenshot struct {
-	DocumentEpoch string            `json:"documentEpoch"`
-	URL           string            `json:"url"`
-	CapturedAt    int64             `json:"capturedAt"`
-	MimeType      string            `json:"mimeType"`
-	Data          string            `json:"data"`
-	Viewport      browser.Viewport  `json:"viewport"`
-	Redaction     browser.Redaction `json:"redaction"`
-}
-
 // Capture takes a screenshot of the leased tab's viewport. Redaction happens
 // in the extension, before transfer; the broker checks what it receives is a
 // JPEG of the leased document with a coherent redaction record.
 func (r *Runtime) Capture(ctx context.Context, c Client, params json.RawMessage) (any, error) {
 	return r.onPage(ctx, c, params, browser.CapCapture, func(ctx context.Context, l *lease.Lease, p *page, prov Provider) (any, error) {
-		raw, err := prov.Call(ctx, "capture", map[string]any{"lease": l})
+		src, err := callCapture(ctx, prov, l)
 		if err != nil {
 			return nil, err
-		}
-		var src sourceScreenshot
-		if err := json.Unmarshal(raw, &src); err != nil {
-			r.log.Warn("provider sent a malformed screenshot", "err", err)
-			return nil, errInternal()
 		}
 		if err := r.checkOrigin(l, src.URL); err != nil {
 			return nil, err
@@ -52,8 +36,7 @@ func (r *Runtime) Capture(ctx context.Context, c Client, params json.RawMessage)
 			return nil, wire.Err(wire.CodeQueueFull)
 		}
 		if err := src.check(); err != nil {
-			r.log.Warn("provider sent an inconsistent screenshot", "err", err)
-			return nil, errInternal()
+			return nil, providerErr(browser.ProviderCapture, err)
 		}
 		p.observed(src.DocumentEpoch)
 		return &browser.Screenshot{

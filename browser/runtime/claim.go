@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,15 +14,6 @@ import (
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/wire"
 )
-
-type grantResult struct {
-	Granted       bool   `json:"granted"`
-	DocumentEpoch string `json:"documentEpoch"`
-	URL           string `json:"url"`
-	Title         string `json:"title"`
-}
-
-func errInternal() error { return wire.Err(wire.CodeInternalError) }
 
 // Claim asks the provider for a lease on a tab. In restricted mode the user
 // approves it in the extension's window and the lease is scoped to the tab's
@@ -73,10 +65,12 @@ func (r *Runtime) Claim(ctx context.Context, c Client, params json.RawMessage) (
 	claim.SetExpiry(time.Now().Add(lease.TTL))
 	gctx, cancel := context.WithTimeout(claim.Ctx, wait)
 	defer cancel()
-	raw, err := prov.Call(gctx, "lease.grant", map[string]any{
-		"lease":  claim.Lease,
-		"client": map[string]string{"label": c.Label()},
-	})
+	g, err := callLeaseGrant(gctx, prov, claim.Lease, c.Label())
+	if errors.Is(err, errProvider) {
+		claim.Abort()
+		r.revokeAtProvider(prov, claim.Lease)
+		return nil, err
+	}
 	if err != nil {
 		released := claim.Ctx.Err() != nil && ctx.Err() == nil // the session ended meanwhile
 		claim.Abort()
@@ -84,13 +78,6 @@ func (r *Runtime) Claim(ctx context.Context, c Client, params json.RawMessage) (
 			return nil, wire.Err(wire.CodeLeaseRevoked)
 		}
 		return nil, err
-	}
-	var g grantResult
-	if json.Unmarshal(raw, &g) != nil || !g.Granted || g.DocumentEpoch == "" {
-		claim.Abort()
-		r.revokeAtProvider(prov, claim.Lease)
-		r.log.Warn("provider sent a malformed grant", "instance", in.InstanceID)
-		return nil, errInternal()
 	}
 	r.mu.Lock()
 	r.pages[claim.Lease.ID] = newPage(claim.Lease, g.DocumentEpoch)
@@ -114,7 +101,7 @@ func (r *Runtime) revokeAtProvider(prov Provider, l *lease.Lease) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		if _, err := prov.Call(ctx, "lease.revoke", map[string]any{"lease": l}); err != nil {
+		if err := callLeaseRevoke(ctx, prov, l); err != nil {
 			r.log.Debug("lease.revoke failed", "lease", l.ID, "err", err)
 		}
 	}()
@@ -132,7 +119,7 @@ func (r *Runtime) leaseEnded(l *lease.Lease, why lease.Reason) {
 	r.log.Info("lease ended", "lease", l.ID, "tab", l.Tab, "why", why)
 	if why != lease.OwnerGone {
 		if c := r.host.Client(l.Owner.Conn); c != nil {
-			c.Notify("browser.lease-revoked", map[string]string{"sessionId": l.Owner.Session, "leaseId": l.ID})
+			c.Notify(browser.EventLeaseRevoked, map[string]string{"sessionId": l.Owner.Session, "leaseId": l.ID})
 		}
 	}
 	if why != lease.Revoked && why != lease.ProviderGone {

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/dsh-browser/broker/browser"
 
@@ -48,20 +47,16 @@ func (r *Runtime) frameTarget(ctx context.Context, l *lease.Lease, p *page, prov
 	if !prov.Capable(browser.CapFrameRead) || !prov.Capable(browser.CapFramesList) {
 		return none, wire.Err(wire.CodeUnsupportedCapability)
 	}
-	raw, err := prov.Call(ctx, "frames.list", map[string]any{"lease": l})
+	src, err := callFramesList(ctx, prov, l)
 	if err != nil {
 		return none, err
-	}
-	var src sourceFrames
-	if err := json.Unmarshal(raw, &src); err != nil {
-		return none, errInternal()
 	}
 	if err := r.checkOrigin(l, src.URL); err != nil {
 		return none, err
 	}
-	inv, err := p.inventory(l.Tab, &src)
+	inv, err := p.inventory(l.Tab, src)
 	if err != nil {
-		return none, errInternal()
+		return none, providerErr(browser.ProviderFramesList, err)
 	}
 	byID := make(map[string]int, len(inv.Frames))
 	for i, f := range inv.Frames {

@@ -22,47 +22,19 @@ const (
 	contextUnknown  = "unavailable"
 )
 
-// sourceFrames is a provider's answer to frames.list (PROVIDER.md): the main
-// frame first, then parents before children.
-type sourceFrames struct {
-	DocumentEpoch string        `json:"documentEpoch"`
-	URL           string        `json:"url"`
-	Truncated     bool          `json:"truncated"`
-	Frames        []sourceFrame `json:"frames"`
-}
-
-type sourceFrame struct {
-	FrameID  string `json:"frameId"`
-	ParentID string `json:"parentId"`
-	LoaderID string `json:"loaderId"`
-	Origin   string `json:"origin"`
-	Local    bool   `json:"local"` // the provider can see the frame's document
-}
-
-// document names the frame's current document to the provider.
-func (f sourceFrame) document() map[string]string {
-	return map[string]string{"frameId": f.FrameID, "loaderId": f.LoaderID}
-}
-
 // Frames lists the leased tab's frames (metadata only).
 func (r *Runtime) Frames(ctx context.Context, c Client, params json.RawMessage) (any, error) {
 	return r.onPage(ctx, c, params, browser.CapFramesList, func(ctx context.Context, l *lease.Lease, p *page, prov Provider) (any, error) {
-		raw, err := prov.Call(ctx, "frames.list", map[string]any{"lease": l})
+		src, err := callFramesList(ctx, prov, l)
 		if err != nil {
 			return nil, err
-		}
-		var src sourceFrames
-		if err := json.Unmarshal(raw, &src); err != nil {
-			r.log.Warn("provider sent a malformed frame list", "err", err)
-			return nil, errInternal()
 		}
 		if err := r.checkOrigin(l, src.URL); err != nil {
 			return nil, err
 		}
-		inv, err := p.inventory(l.Tab, &src)
+		inv, err := p.inventory(l.Tab, src)
 		if err != nil {
-			r.log.Warn("provider sent an inconsistent frame list", "err", err)
-			return nil, errInternal()
+			return nil, providerErr(browser.ProviderFramesList, err)
 		}
 		return inv, nil
 	})

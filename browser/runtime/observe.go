@@ -28,32 +28,6 @@ var checkableRoles = map[string]bool{
 	"checkbox": true, "switch": true, "radio": true, "menuitemcheckbox": true, "menuitemradio": true,
 }
 
-// axRead is a provider's answer to ax.read and ax.find (PROVIDER.md).
-type axRead struct {
-	DocumentEpoch string   `json:"documentEpoch"`
-	URL           string   `json:"url"`
-	Title         string   `json:"title"`
-	Truncated     bool     `json:"truncated"`
-	Nodes         []axNode `json:"nodes"`
-}
-
-type axNode struct {
-	BackendNodeID int64   `json:"backendNodeId"`
-	Role          string  `json:"role"`
-	Name          string  `json:"name"`
-	Value         *string `json:"value"`
-	Ignored       bool    `json:"ignored"`
-	Props         axProps `json:"props"`
-}
-
-type axProps struct {
-	Disabled  bool   `json:"disabled"`
-	Focusable bool   `json:"focusable"`
-	Editable  string `json:"editable"`
-	Checked   string `json:"checked"`
-	Hidden    bool   `json:"hidden"`
-}
-
 var queryRole = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 // Observe reads the leased page: the whole document within the budgets, or
@@ -135,27 +109,12 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *brows
 
 // readAX asks the provider for the page's AX nodes (ax.read), or for the
 // literal matches of q (ax.find); frame names a child frame's document.
-func (r *Runtime) readAX(ctx context.Context, prov Provider, l *lease.Lease, q *browser.Query, frame map[string]string) (*axRead, error) {
-	method, request := "ax.read", map[string]any{}
+func (r *Runtime) readAX(ctx context.Context, prov Provider, l *lease.Lease, q *browser.Query, frame *frameDocument) (*axRead, error) {
+	req := axRequest{Frame: frame}
 	if q != nil {
-		method, request["name"] = "ax.find", q.Name
-		if q.Role != "" {
-			request["role"] = q.Role
-		}
+		req.Name, req.Role = q.Name, q.Role
 	}
-	if frame != nil {
-		request["frame"] = frame
-	}
-	raw, err := prov.Call(ctx, method, map[string]any{"lease": l, "request": request})
-	if err != nil {
-		return nil, err
-	}
-	var read axRead
-	if err := json.Unmarshal(raw, &read); err != nil || read.DocumentEpoch == "" {
-		r.log.Warn("provider sent a malformed AX read", "method", method, "err", err)
-		return nil, errInternal()
-	}
-	return &read, nil
+	return callAX(ctx, prov, l, req)
 }
 
 // checkOrigin ends an origin-scoped lease whose tab now shows another

@@ -32,22 +32,6 @@ type traversal struct {
 	expires time.Time
 }
 
-// windowRead is a provider's answer to ax.page (PROVIDER.md).
-type windowRead struct {
-	DocumentEpoch string       `json:"documentEpoch"`
-	URL           string       `json:"url"`
-	Title         string       `json:"title"`
-	Truncated     bool         `json:"truncated"` // incomplete
-	Nodes         []windowNode `json:"nodes"`
-	Resume        []string     `json:"resume"`
-}
-
-type windowNode struct {
-	axNode
-	AXID       string `json:"axId"`
-	ParentAXID string `json:"parentAxId"`
-}
-
 // ReadPage reads the leased page window by window, depth-first, past the
 // budgets of one observation: each window holds at most 100 entries
 // (elements and text) in 16 KiB, and its continuation reads the next. A
@@ -73,7 +57,7 @@ func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage
 		if err != nil {
 			return nil, err
 		}
-		request := map[string]any{"maxNodes": windowNodes}
+		request := pageRequest{MaxNodes: windowNodes, BackendNodeID: tr.backend, After: tr.after}
 		var minter refMinter = p
 		if opts.Frame != nil {
 			if !prov.Capable(browser.CapFrameRead) {
@@ -83,23 +67,12 @@ func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage
 			if err != nil {
 				return nil, err
 			}
-			request["frame"] = f.document()
+			request.Frame = f.document()
 			minter = p.inFrame(opts.Frame.DocumentEpoch)
 		}
-		if tr.backend != 0 {
-			request["backendNodeId"] = tr.backend
-		}
-		if tr.after != nil {
-			request["after"] = tr.after
-		}
-		raw, err := prov.Call(ctx, "ax.page", map[string]any{"lease": l, "request": request})
+		read, err := callAXPage(ctx, prov, l, request)
 		if err != nil {
 			return nil, err
-		}
-		var read windowRead
-		if err := json.Unmarshal(raw, &read); err != nil || read.DocumentEpoch == "" {
-			r.log.Warn("provider sent a malformed page window", "err", err)
-			return nil, errInternal()
 		}
 		if err := r.checkOrigin(l, read.URL); err != nil {
 			return nil, err
@@ -119,7 +92,7 @@ func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage
 		if tr.rootRef != "" {
 			w.Scope = browser.Scope{Kind: "subtree", RootRef: tr.rootRef, FrameID: tr.frame}
 		}
-		next, incomplete := projectWindow(w, minter, tr.after, &read)
+		next, incomplete := projectWindow(w, minter, tr.after, read)
 		w.Page.Incomplete = w.Page.Incomplete || incomplete
 		if next != nil {
 			token, err := p.keepReading(&traversal{

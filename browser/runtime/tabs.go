@@ -28,14 +28,9 @@ func (r *Runtime) listTabs(ctx context.Context, instanceID string) ([]browser.Ta
 	}
 	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
 	defer cancel()
-	raw, err := prov.Call(ctx, "tabs.list", struct{}{})
+	listed, err := callTabsList(ctx, prov)
 	if err != nil {
 		return nil, err
-	}
-	var listed []browser.TabSummary
-	if err := json.Unmarshal(raw, &listed); err != nil {
-		r.log.Warn("provider sent a malformed tab list", "instance", instanceID, "err", err)
-		return nil, errInternal()
 	}
 	out := make([]browser.TabSummary, 0, len(listed))
 	for _, tab := range listed {
