@@ -75,17 +75,16 @@ type Runtime struct {
 // views and triggers, so no trigger fires on the copy) and restores the
 // AUTOINCREMENT counters. It waits for the app's previous runtime to close.
 // An app that is not installed gives [ErrNotFound].
-func (db *DB) Materialise(ctx context.Context, id string) (rt *Runtime, err error) {
+func (db *DB) Materialise(ctx context.Context, id string) (_ *Runtime, err error) {
 	unlock, err := db.apps.lock(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	rt = &Runtime{db: db, appID: id, token: AppDataToken(id), unlock: unlock,
+	rt := &Runtime{db: db, appID: id, token: AppDataToken(id), unlock: unlock,
 		memdb: "file:/snug-app-" + randomHex(16) + "?vfs=memdb"}
 	defer func() {
 		if err != nil {
 			rt.Close()
-			rt = nil
 		}
 	}()
 	var reg registry
@@ -251,7 +250,7 @@ func copyRows(ctx context.Context, c *sql.Conn, dstSchema, dst, srcSchema, src s
 		return err
 	}
 	var withoutRowid bool
-	if err := c.QueryRowContext(ctx, `SELECT wr FROM pragma_table_list(?, ?)`, src, srcSchema).Scan(&withoutRowid); err != nil {
+	if err := c.QueryRowContext(ctx, `SELECT wr FROM pragma_table_list(?) WHERE schema = ?`, src, srcSchema).Scan(&withoutRowid); err != nil {
 		return err
 	}
 	if !withoutRowid {
