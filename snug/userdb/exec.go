@@ -25,9 +25,11 @@ import (
 //     and is written back when it returns, so a transaction cannot span
 //     two requests.
 //   - load_extension().
-//   - every PRAGMA that writes, except foreign_keys, defer_foreign_keys,
+//   - every PRAGMA with a value, except foreign_keys, defer_foreign_keys,
 //     recursive_triggers and case_sensitive_like (connection settings that
-//     last one request). Reading pragmas is allowed.
+//     last one request) and the reads that take a table or index name
+//     (table_info, index_list, foreign_key_check, integrity_check, …).
+//     A PRAGMA without a value only reads and is allowed.
 //
 // The connection is also in SQLite's defensive mode (no writable_schema,
 // no sqlite_dbpage writes), has SQLITE_LIMIT_ATTACHED 0 and a max_page_count
@@ -52,15 +54,19 @@ func (rt *Runtime) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbN
 			return deny("load_extension() is not allowed")
 		}
 	case sqlite.AuthPragma:
-		if arg2 != "" && !writablePragmas[strings.ToLower(arg1)] {
+		if arg2 != "" && !argPragmas[strings.ToLower(arg1)] {
 			return deny("PRAGMA " + arg1 + " cannot be set")
 		}
 	}
 	return sqlite.AuthorizerOK
 }
 
-var writablePragmas = map[string]bool{
+// argPragmas may take an argument: connection settings that last one
+// request, and reads that name a table or index.
+var argPragmas = map[string]bool{
 	"foreign_keys": true, "defer_foreign_keys": true, "recursive_triggers": true, "case_sensitive_like": true,
+	"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true, "index_info": true,
+	"index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true, "integrity_check": true, "quick_check": true,
 }
 
 // Exec runs one SQL statement of the app with params bound positionally
@@ -259,21 +265,29 @@ func (rt *Runtime) Import(ctx context.Context, image []byte) error {
 	if err := c.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&check); err != nil || check != "ok" {
 		return errorf(ErrBadImport, "not an openable SQLite database (%v%s)", err, check)
 	}
-	return rt.hub(func() error {
-		return c.Raw(func(dc any) error {
-			b, err := dc.(interface {
-				NewBackup(string) (*sqlite.Backup, error)
-			}).NewBackup(rt.memdb)
-			if err != nil {
-				return err
-			}
-			if _, err := b.Step(-1); err != nil {
-				b.Finish()
-				return errorf(ErrBadImport, "%v", err)
-			}
-			return b.Finish()
-		})
+	// A new runtime database, filled by VACUUM INTO (which keeps the
+	// image's page size, unlike a backup into the old one), then swapped in.
+	old, oldDB, oldName := rt.conn, rt.sqldb, rt.memdb
+	rt.memdb = "file:/snug-app-" + randomHex(16) + "?vfs=memdb"
+	err = rt.hub(func() error {
+		if err := rt.openConn(ctx); err != nil {
+			return err
+		}
+		_, err := c.ExecContext(ctx, "VACUUM INTO ?", rt.memdb)
+		return err
 	})
+	if err != nil {
+		if rt.conn != old {
+			rt.conn.Close()
+			rt.sqldb.Close()
+		}
+		rt.conn, rt.sqldb, rt.memdb = old, oldDB, oldName
+		return errorf(ErrBadImport, "%v", err)
+	}
+	old.Close()
+	oldDB.Close()
+	rt.replaced = true
+	return nil
 }
 
 // WriteBack stores the runtime's state in the user file, in one
@@ -293,7 +307,7 @@ func (rt *Runtime) WriteBack(ctx context.Context) error {
 		return ErrClosed
 	}
 	v, err := rt.version()
-	if err != nil || v == rt.dataVersion {
+	if err != nil || v == rt.dataVersion && !rt.replaced {
 		return err
 	}
 	var reg registry
@@ -342,7 +356,7 @@ func (rt *Runtime) WriteBack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rt.dataVersion, rt.ddl = v, nil
+	rt.dataVersion, rt.ddl, rt.replaced = v, nil, false
 	return nil
 }
 

@@ -63,6 +63,7 @@ type Runtime struct {
 	conn   *sql.Conn
 	unlock func()
 
+	replaced    bool                   // Import swapped the database in: write it back
 	sandboxed   atomic.Bool            // the authorizer applies the app policy
 	denied      atomic.Pointer[string] // why the authorizer last refused
 	dataVersion uint32                 // at materialisation: unchanged means nothing to write
@@ -166,6 +167,11 @@ func (db *DB) Materialise(ctx context.Context, id string) (_ *Runtime, err error
 			return nil, fmt.Errorf("userdb: replay %s: %w", o.Name, err)
 		}
 	}
+	// A read first: the data version takes in the hub connection's copy
+	// only when this connection next reads.
+	if _, err := rt.conn.ExecContext(ctx, "SELECT count(*) FROM sqlite_master"); err != nil {
+		return nil, err
+	}
 	if rt.dataVersion, err = rt.version(); err != nil {
 		return nil, err
 	}
@@ -173,8 +179,8 @@ func (db *DB) Materialise(ctx context.Context, id string) (_ *Runtime, err error
 	return rt, nil
 }
 
-// openConn opens the runtime's own connection, with its limits and the
-// authorizer, in hub mode (not yet sandboxed).
+// openConn opens the runtime's own connection to rt.memdb, with its limits
+// and the authorizer. The caller is in hub mode.
 func (rt *Runtime) openConn(ctx context.Context) error {
 	var err error
 	if rt.sqldb, err = sql.Open("sqlite", rt.memdb+"&_defensive=1"); err != nil {
