@@ -143,6 +143,13 @@ func (in *Instance) Handle(ctx context.Context, req Request) Response {
 	return resp
 }
 
+// InFlight returns how many requests are being handled now.
+func (in *Instance) InFlight() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.inFlight)
+}
+
 func (in *Instance) serve(ctx context.Context, req Request) (Response, error) {
 	if err := check(req); err != nil {
 		return Response{}, err
@@ -226,6 +233,9 @@ func decodeImage(b64 string) ([]byte, error) {
 	b, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		return nil, &wireError{userdb.CodeBadImport, "bytesBase64 is not valid base64", false}
+	}
+	if len(b) > MaxArtifactBytes {
+		return nil, &wireError{CodeTooLarge, fmt.Sprintf("the import is %d bytes, over the %d-byte cap", len(b), MaxArtifactBytes), false}
 	}
 	return b, nil
 }
