@@ -46,7 +46,7 @@ func walk(text string) (n int, complete bool) {
 			}
 			end := indexFrom(text, i, "\n")
 			if end < 0 {
-				i = len(text)
+				i, open = len(text), true // as sqlite3_complete: no newline, not complete
 				continue
 			}
 			i, tok = end, tkWS
