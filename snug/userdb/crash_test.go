@@ -105,16 +105,33 @@ func TestSIGKILLAtRandomTimesNeverTearsAWriteBack(t *testing.T) {
 	var gen int64
 	for range trials {
 		cmd := startChild(t, path, appID)
-		time.Sleep(time.Duration(200+rand.IntN(400)) * time.Millisecond)
+		// Kill at a random moment once the loop is running: after the file's
+		// change counter (header bytes 24–27) has moved.
+		start := changeCounter(t, path)
+		for deadline := time.Now().Add(time.Minute); changeCounter(t, path) == start; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("the writer never committed")
+			}
+		}
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		gen = checkGenerations(t, path, appID)
-	}
-	if gen == 0 {
-		t.Fatal("the writer never committed: the kills proved nothing")
 	}
 	t.Logf("%d kills, generation %d at the end", trials, gen)
 	if m, _ := filepath.Glob(path + ".corrupt-*"); len(m) != 0 {
 		t.Fatalf("quarantined after a crash: %v", m)
 	}
+}
+
+func changeCounter(t *testing.T, path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 4)
+	f.ReadAt(b, 24)
+	return string(b)
 }
