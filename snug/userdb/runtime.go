@@ -48,7 +48,7 @@ type object struct {
 // of its own (SQLite's memdb VFS) holding only that app's objects, under
 // their natural names. The hub's tables and other apps' tables are absent
 // from it, not filtered. App SQL runs here through [Runtime.Exec] under a
-// statement policy (see Exec); [DB.WriteBack] then stores the changes.
+// statement policy (see Exec); [Runtime.WriteBack] then stores the changes.
 //
 // A Runtime holds its app's lock from [DB.Materialise] until
 // [Runtime.Close]: one runtime per app at a time, so two requests of the
