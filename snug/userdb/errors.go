@@ -81,7 +81,7 @@ func (e *UnsupportedError) Unwrap() error { return ErrUnsupported }
 type CorruptError struct{ Path, Quarantine string }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("userdb: %s is not a database; its bytes were copied to %s; start a new one with OpenFresh (broker: --fresh-userdb)", e.Path, e.Quarantine)
+	return fmt.Sprintf("userdb: %s is not a database; its bytes were copied to %s; a new one is made only on request (OpenFresh)", e.Path, e.Quarantine)
 }
 
 // Unwrap makes errors.Is(err, ErrCorrupt) hold.
