@@ -24,6 +24,10 @@ import (
 // for the owner's answer.
 const Wait = 25 * time.Second
 
+// ProviderMethod is the request the broker sends an owner surface (the
+// extension) to ask the owner about a v1 client connection.
+const ProviderMethod = "admission.request"
+
 // State is a connection's admission state, as status reports and events
 // name it.
 type State string

@@ -109,7 +109,7 @@ func (s *Server) askOwner(p *peer, a *admission.Ticket) {
 	cctx, ccancel := context.WithTimeout(ctx, admissionAskTimeout)
 	defer ccancel()
 	req := AdmissionRequest{Connection: AdmissionConnection{ID: strconv.FormatUint(p.id, 10), Label: p.label}}
-	raw, err := prov.Call(cctx, "admission.request", req)
+	raw, err := prov.Call(cctx, admission.ProviderMethod, req)
 	if err != nil {
 		p.log.Info("admission: the owner was not asked or did not answer; the connection stays pending",
 			"client", p.label, "instance", prov.InstanceID(), "code", rpc.CodeOf(err))

@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -13,13 +15,36 @@ import (
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/wire"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // route is a client method and the service that serves it (nil for the
 // broker's own).
 type route struct {
 	service.Method
-	svc service.Service
+	svc    service.Service
+	params *jsonschema.Schema // compiled Method.Schema, or nil
+}
+
+// compileParams compiles a method's params schema.
+func compileParams(method string, schema json.RawMessage) (*jsonschema.Schema, error) {
+	if schema == nil {
+		return nil, nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("broker: params schema of %s: %w", method, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "urn:dsh:params:" + method
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("broker: params schema of %s: %w", method, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("broker: params schema of %s: %w", method, err)
+	}
+	return s, nil
 }
 
 // brokerMethods are the broker's own client methods.
@@ -29,8 +54,19 @@ func brokerMethods() map[string]route {
 	}
 }
 
-// call runs a client method and turns its error into a wire error.
+// call validates a client method's params against its schema, runs it and
+// turns its error into a wire error.
 func (s *Server) call(ctx context.Context, p *peer, req *rpc.Request, m route) (any, error) {
+	if m.params != nil {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(req.Params))
+		if err == nil {
+			err = m.params.Validate(doc)
+		}
+		if err != nil {
+			s.refuse("params do not match the method's schema", "conn", p.id, "method", req.Method, "err", err)
+			return nil, wire.Err(wire.CodeInvalidRequest)
+		}
+	}
 	var v any
 	var err error
 	if m.Handle != nil {

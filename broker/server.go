@@ -68,7 +68,7 @@ const (
 	DefaultMaxConnections     = 64
 	DefaultMaxUnauthenticated = 16
 	DefaultMaxProviders       = 16
-	HandshakeTimeout          = 3 * time.Second
+	HandshakeTimeout          = wire.HandshakeTimeout
 	// MaxHelloAttempts bounds the requests a peer may send before its
 	// welcome (a rejected hello may be retried); past it the connection is
 	// closed, so unauthenticated peers cannot fill the transport-ID set.
@@ -242,7 +242,11 @@ func (s *Server) bind(regs []service.Register) error {
 			if _, dup := s.methods[name]; dup {
 				return fmt.Errorf("broker: method %q registered twice", name)
 			}
-			s.methods[name] = route{svc: svc, Method: m}
+			params, err := compileParams(name, m.Schema)
+			if err != nil {
+				return err
+			}
+			s.methods[name] = route{svc: svc, Method: m, params: params}
 		}
 		for _, c := range svc.Offers() {
 			if !slices.Contains(s.caps, c) {

@@ -23,28 +23,28 @@ var NamedKeys = map[string]bool{
 
 // Action is one input: click, fill, type, append or press.
 type Action struct {
-	Kind     string    `json:"kind"`
-	Ref      string    `json:"ref"`
-	Text     *string   `json:"text,omitempty"`  // fill, type, append
-	Key      string    `json:"key,omitempty"`   // press
-	Shift    *bool     `json:"shift,omitempty"` // press
+	Kind     string    `json:"kind" enum:"click,fill,type,append,press"`
+	Ref      string    `json:"ref" len:"1,128"`
+	Text     *string   `json:"text,omitempty" len:",10000"`                                                                                                  // fill, type, append
+	Key      string    `json:"key,omitempty" enum:"Enter,Tab,Escape,Space,ArrowUp,ArrowDown,ArrowLeft,ArrowRight,Home,End,PageUp,PageDown,Backspace,Delete"` // press
+	Shift    *bool     `json:"shift,omitempty"`                                                                                                              // press
 	Expected *Expected `json:"expected,omitempty"`
 }
 
 // Expected is a postcondition checked after the action: the page's text
 // contains Text (whitespace-collapsed).
 type Expected struct {
-	Kind string `json:"kind"` // "text"
-	Text string `json:"text"`
+	Kind string `json:"kind" enum:"text"`
+	Text string `json:"text" len:"1,2000"`
 }
 
 // ActionRequest is the request of browser.act.
 type ActionRequest struct {
-	RequestID     string `json:"requestId"`
-	LeaseID       string `json:"leaseId"`
-	DocumentEpoch string `json:"documentEpoch"`
+	RequestID     string `json:"requestId" len:"1,128"`
+	LeaseID       string `json:"leaseId" len:"1,256"`
+	DocumentEpoch string `json:"documentEpoch" len:"1,512"`
 	Action        Action `json:"action"`
-	TimeoutMs     *int   `json:"timeoutMs,omitempty"`
+	TimeoutMs     *int   `json:"timeoutMs,omitempty" range:"1,30000"`
 	// Frame acts in a same-origin child frame, on a ref from that frame's
 	// observation; DocumentEpoch is then the frame's.
 	Frame *FrameSelector `json:"frame,omitempty"`
@@ -61,8 +61,9 @@ type ActionResult struct {
 	Recovery      *Recovery    `json:"recovery,omitempty"`
 }
 
+// ActParams is the params of browser.act.
 type ActParams struct {
-	SessionID string        `json:"sessionId"`
+	SessionID string        `json:"sessionId" len:"1,256"`
 	Request   ActionRequest `json:"request"`
 }
 

@@ -12,16 +12,16 @@ const (
 // BatchStep is one explicit step of a batch.
 type BatchStep struct {
 	Action    Action `json:"action"`
-	TimeoutMs *int   `json:"timeoutMs,omitempty"`
+	TimeoutMs *int   `json:"timeoutMs,omitempty" range:"1,30000"`
 }
 
 // BatchRequest is the request of browser.batch.
 type BatchRequest struct {
-	RequestID     string      `json:"requestId"`
-	LeaseID       string      `json:"leaseId"`
-	DocumentEpoch string      `json:"documentEpoch"`
-	Steps         []BatchStep `json:"steps"`
-	TimeoutMs     *int        `json:"timeoutMs,omitempty"`
+	RequestID     string      `json:"requestId" len:"1,128"`
+	LeaseID       string      `json:"leaseId" len:"1,256"`
+	DocumentEpoch string      `json:"documentEpoch" len:"1,512"`
+	Steps         []BatchStep `json:"steps" items:"1,8"`
+	TimeoutMs     *int        `json:"timeoutMs,omitempty" range:"1,30000"`
 }
 
 // StepReport says what became of one step.
@@ -40,8 +40,9 @@ type BatchResult struct {
 	Steps      []StepReport `json:"steps,omitempty"`
 }
 
+// BatchParams is the params of browser.batch.
 type BatchParams struct {
-	SessionID  string       `json:"sessionId"`
+	SessionID  string       `json:"sessionId" len:"1,256"`
 	Request    BatchRequest `json:"request"`
-	ApprovalID string       `json:"approvalId"`
+	ApprovalID string       `json:"approvalId" len:"1,128"`
 }

@@ -49,6 +49,11 @@ const (
 	CapFrameInput = "input.frame.v1"   // input.click, input.text, input.key with a frame
 )
 
+// MaxProviderAnswer bounds a browser provider's success response in bytes
+// (the extension's cap, the reference's): a larger one is answered
+// QUEUE_FULL instead.
+const MaxProviderAnswer = 900_000
+
 // Required is what a browser provider must advertise to be registered; one
 // lacking any fails its hello with PROTOCOL_MISMATCH. These are the safety
 // floor the runtime is built on (fencing tokens, lease scopes, bounded AX

@@ -3,8 +3,8 @@ package browser
 // FrameSelector names a child frame and the document the client saw in it,
 // from browser.frames.
 type FrameSelector struct {
-	FrameID       string `json:"frameId"`
-	DocumentEpoch string `json:"documentEpoch"`
+	FrameID       string `json:"frameId" len:"1,128"`
+	DocumentEpoch string `json:"documentEpoch" len:"1,512"`
 }
 
 // FrameInventory is the value of browser.frames: metadata of the leased

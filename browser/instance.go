@@ -26,7 +26,7 @@ var Features = []string{
 // InstancesParams is the params of browser.instances: empty, or the
 // sessionId the reference's adapter sends with every call.
 type InstancesParams struct {
-	SessionID string `json:"sessionId,omitempty"`
+	SessionID string `json:"sessionId,omitempty" len:",256"`
 }
 
 // Access modes (broker serve --access-mode).

@@ -19,24 +19,29 @@ type LeaseResult struct {
 	ExpiresAt  int64  `json:"expiresAt"`
 }
 
+// ClaimParams is the params of browser.claim.
 type ClaimParams struct {
-	SessionID  string `json:"sessionId"`
-	InstanceID string `json:"instanceId"`
-	Tab        string `json:"tab"`
+	SessionID  string `json:"sessionId" len:"1,256"`
+	InstanceID string `json:"instanceId" len:"1,256"`
+	Tab        string `json:"tab" len:"1,256"`
 }
 
+// ReleaseParams is the params of browser.release.
 type ReleaseParams struct {
-	SessionID string `json:"sessionId"`
-	LeaseID   string `json:"leaseId"`
+	SessionID string `json:"sessionId" len:"1,256"`
+	LeaseID   string `json:"leaseId" len:"1,256"`
 }
 
+// SessionParams is the params of browser.releaseSession.
 type SessionParams struct {
-	SessionID string `json:"sessionId"`
+	SessionID string `json:"sessionId" len:"1,256"`
 }
 
+// LeaseParams is the params of the methods that name only a lease
+// (browser.frames, browser.capture, browser.validateLease).
 type LeaseParams struct {
-	SessionID string `json:"sessionId"`
-	LeaseID   string `json:"leaseId"`
+	SessionID string `json:"sessionId" len:"1,256"`
+	LeaseID   string `json:"leaseId" len:"1,256"`
 }
 
 // TabSummary is one tab as browser.tabs reports it.
@@ -47,7 +52,8 @@ type TabSummary struct {
 	Title      string `json:"title"`
 }
 
+// TabsParams is the params of browser.tabs.
 type TabsParams struct {
-	SessionID  string `json:"sessionId"`
-	InstanceID string `json:"instanceId"`
+	SessionID  string `json:"sessionId" len:"1,256"`
+	InstanceID string `json:"instanceId" len:"1,256"`
 }

@@ -119,8 +119,8 @@ type Scope struct {
 
 // Query is a literal accessible-name search, optionally by role.
 type Query struct {
-	Name string `json:"name"`
-	Role string `json:"role,omitempty"`
+	Name string `json:"name" len:"1,1000"`
+	Role string `json:"role,omitempty" len:",80" pattern:"^[A-Za-z][A-Za-z0-9]*$"`
 }
 
 // Observation is the value of browser.observe: a bounded projection of the
@@ -141,10 +141,11 @@ type Observation struct {
 	Scope          Scope     `json:"scope"`
 }
 
+// ObserveParams is the params of browser.observe.
 type ObserveParams struct {
-	SessionID string         `json:"sessionId"`
-	LeaseID   string         `json:"leaseId"`
-	Cursor    string         `json:"cursor,omitempty"`
+	SessionID string         `json:"sessionId" len:"1,256"`
+	LeaseID   string         `json:"leaseId" len:"1,256"`
+	Cursor    string         `json:"cursor,omitempty" len:",128"`
 	Query     *Query         `json:"query,omitempty"`
 	Frame     *FrameSelector `json:"frame,omitempty"`
 }

@@ -35,14 +35,16 @@ type PageInfo struct {
 	Continuation string `json:"continuation,omitempty"`
 }
 
+// ReadPageParams is the params of browser.readPage.
 type ReadPageParams struct {
-	SessionID string           `json:"sessionId"`
-	LeaseID   string           `json:"leaseId"`
+	SessionID string           `json:"sessionId" len:"1,256"`
+	LeaseID   string           `json:"leaseId" len:"1,256"`
 	Options   *ReadPageOptions `json:"options,omitempty"`
 }
 
+// ReadPageOptions says where a page window starts.
 type ReadPageOptions struct {
-	RootRef      string         `json:"rootRef,omitempty"`
-	Continuation string         `json:"continuation,omitempty"`
+	RootRef      string         `json:"rootRef,omitempty" len:",128"`
+	Continuation string         `json:"continuation,omitempty" len:",128"`
 	Frame        *FrameSelector `json:"frame,omitempty"` // a same-origin child frame's document
 }

@@ -88,9 +88,11 @@ type Method struct {
 	// Discovery methods are answered ADMISSION_PENDING at once while the
 	// owner has not yet admitted the connection; others wait for the answer.
 	Discovery bool
-	// Params, when not nil, is the zero value of the params type: the
-	// published schema of the method is generated from it.
-	Params any
+	// Schema is the JSON Schema (draft 2020-12) of the method's params,
+	// published in protocol/v1.schema.json. The broker validates params
+	// against it before Handle runs (INVALID_REQUEST otherwise); nil skips
+	// that check.
+	Schema json.RawMessage
 }
 
 // ProviderMethod serves one request a provider of the service's kind may

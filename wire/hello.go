@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strconv"
+	"time"
 )
 
 // Roles a peer declares in its hello.
@@ -34,6 +35,11 @@ var (
 
 // MaxKindLength bounds a provider kind and an instance family.
 const MaxKindLength = 32
+
+// HandshakeTimeout bounds the time from connecting to a welcome: the
+// broker closes a peer whose hello has not succeeded by then, and the
+// extension gives up waiting for its welcome.
+const HandshakeTimeout = 3 * time.Second
 
 // DefaultKind is the kind of a provider whose hello declares none: a
 // browser, as the reference's extension is.

@@ -56,22 +56,28 @@ func (r *Runtime) Offers() []string {
 	return caps
 }
 
-// Methods is the browser.* table, one line per method.
+// Methods is the browser.* table, one line per method; each method's params
+// schema comes from its type in package browser.
 func (r *Runtime) Methods() map[string]service.Method {
-	return map[string]service.Method{
-		browser.MethodAct:            {Handle: r.Act, Params: browser.ActParams{}},
-		browser.MethodBatch:          {Handle: r.Batch, Params: browser.BatchParams{}},
-		browser.MethodCapture:        {Handle: r.Capture, Params: browser.LeaseParams{}, ReadOnly: true},
-		browser.MethodClaim:          {Handle: r.Claim, Params: browser.ClaimParams{}},
-		browser.MethodFrames:         {Handle: r.Frames, Params: browser.LeaseParams{}, ReadOnly: true},
-		browser.MethodInstances:      {Handle: r.Instances, Params: browser.InstancesParams{}, ReadOnly: true, Discovery: true},
-		browser.MethodObserve:        {Handle: r.Observe, Params: browser.ObserveParams{}, ReadOnly: true},
-		browser.MethodReadPage:       {Handle: r.ReadPage, Params: browser.ReadPageParams{}, ReadOnly: true},
-		browser.MethodRelease:        {Handle: r.Release, Params: browser.ReleaseParams{}},
-		browser.MethodReleaseSession: {Handle: r.ReleaseSession, Params: browser.SessionParams{}},
-		browser.MethodTabs:           {Handle: r.Tabs, Params: browser.TabsParams{}, ReadOnly: true, Discovery: true},
-		browser.MethodValidateLease:  {Handle: r.ValidateLease, Params: browser.LeaseParams{}, ReadOnly: true},
+	t := map[string]service.Method{
+		browser.MethodAct:            {Handle: r.Act},
+		browser.MethodBatch:          {Handle: r.Batch},
+		browser.MethodCapture:        {Handle: r.Capture, ReadOnly: true},
+		browser.MethodClaim:          {Handle: r.Claim},
+		browser.MethodFrames:         {Handle: r.Frames, ReadOnly: true},
+		browser.MethodInstances:      {Handle: r.Instances, ReadOnly: true, Discovery: true},
+		browser.MethodObserve:        {Handle: r.Observe, ReadOnly: true},
+		browser.MethodReadPage:       {Handle: r.ReadPage, ReadOnly: true},
+		browser.MethodRelease:        {Handle: r.Release},
+		browser.MethodReleaseSession: {Handle: r.ReleaseSession},
+		browser.MethodTabs:           {Handle: r.Tabs, ReadOnly: true, Discovery: true},
+		browser.MethodValidateLease:  {Handle: r.ValidateLease, ReadOnly: true},
 	}
+	for name, m := range t {
+		m.Schema = browser.ParamsSchema(browser.ParamsTypes[name])
+		t[name] = m
+	}
+	return t
 }
 
 // ProviderMethods is empty: a browser provider only answers and sends
