@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-browser/broker/browser"
-	"github.com/dsh-browser/broker/internal/stack"
+	"github.com/dsh-browser/broker/test/harness/stack"
 	"github.com/dsh-browser/broker/mcpserver"
 )
 

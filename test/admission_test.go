@@ -18,8 +18,8 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/install"
-	"github.com/dsh-browser/broker/internal/stack"
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/stack"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 )
 
 func TestHelp(t *testing.T) {

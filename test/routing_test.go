@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 

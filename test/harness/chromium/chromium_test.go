@@ -20,8 +20,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/dsh-browser/broker/install"
-	"github.com/dsh-browser/broker/internal/chromium"
-	"github.com/dsh-browser/broker/internal/testpages"
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/testpages"
 )
 
 // TestSmoke launches Chromium with the repository's extension, opens pages,

@@ -10,8 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/dsh-browser/broker/internal/chromium"
-	"github.com/dsh-browser/broker/internal/testpages"
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/testpages"
 )
 
 // TestInBrowser checks that the pages behave as documented in a real

@@ -35,7 +35,7 @@ var (
 // repoRoot is the module root, found from this file's location.
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // MustBinaries builds cmd/broker and cmd/nativehost once and returns the

@@ -29,7 +29,7 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
-	"github.com/dsh-browser/broker/internal/testpages"
+	"github.com/dsh-browser/broker/test/harness/testpages"
 )
 
 func main() {

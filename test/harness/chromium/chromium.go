@@ -50,7 +50,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 )
 
 // DefaultPath is where Debian's chromium package puts the browser binary.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-browser/broker/internal/testpages"
+	"github.com/dsh-browser/broker/test/harness/testpages"
 )
 
 func get(t *testing.T, url string) (*http.Response, string) {

@@ -20,9 +20,9 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/install"
-	"github.com/dsh-browser/broker/internal/chromium"
-	"github.com/dsh-browser/broker/internal/testenv"
-	"github.com/dsh-browser/broker/internal/testpages"
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/testenv"
+	"github.com/dsh-browser/broker/test/harness/testpages"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -43,7 +43,7 @@ type Stack struct {
 // ExtensionDir returns the absolute path of the repository's extension/.
 func ExtensionDir(t testing.TB) string {
 	_, file, _, _ := runtime.Caller(0)
-	dir, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", "..", "extension"))
+	dir, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", "..", "..", "extension"))
 	if err != nil {
 		t.Fatal(err)
 	}
