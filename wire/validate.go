@@ -106,10 +106,59 @@ func idField(obj object, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if loneSurrogate(obj[key]) {
+		// Decoding turns it into U+FFFD, so a reply would carry another ID.
+		return "", invalid(key, "must not escape a lone UTF-16 surrogate")
+	}
 	if !ValidID(s) {
 		return "", invalid(key, "must be 1 to 128 characters")
 	}
 	return s, nil
+}
+
+// loneSurrogate reports whether a JSON string's text escapes a UTF-16
+// surrogate that is not half of a pair (\uD800 alone, or \uDC00 first).
+// Raw UTF-8 cannot hold surrogates (frames rejects invalid UTF-8), so only
+// escapes can.
+func loneSurrogate(raw json.RawMessage) bool {
+	high := false // the previous escape was a high surrogate
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			if high {
+				return true
+			}
+			continue
+		}
+		i++
+		if i >= len(raw) || raw[i] != 'u' || i+4 >= len(raw) {
+			if high {
+				return true
+			}
+			continue
+		}
+		v, err := strconv.ParseUint(string(raw[i+1:i+5]), 16, 16)
+		i += 4
+		if err != nil {
+			continue
+		}
+		switch {
+		case v >= 0xD800 && v <= 0xDBFF:
+			if high {
+				return true
+			}
+			high = true
+		case v >= 0xDC00 && v <= 0xDFFF:
+			if !high {
+				return true
+			}
+			high = false
+		default:
+			if high {
+				return true
+			}
+		}
+	}
+	return high
 }
 
 func nameField(obj object, key string) (string, error) {
