@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -101,5 +103,72 @@ func TestSnugSchemasCompile(t *testing.T) {
 		if _, err := c.Compile(url); err != nil {
 			t.Errorf("compiling snug/%s: %v", name, err)
 		}
+	}
+}
+
+// TestSnugVectorsMatchSchemas checks testdata/snug-vectors.json (written by
+// `go test ./snug/frame -run TestVectors -update`) against the published
+// schemas alone, independently of the Go parser that produced the
+// verdicts: the schema accepts a vector exactly when Go does, or when a
+// named prose refinement is why Go refuses it.
+func TestSnugVectorsMatchSchemas(t *testing.T) {
+	data, err := os.ReadFile("testdata/snug-vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors []struct {
+		Kind       string `json:"kind"`
+		JSON       string `json:"json"`
+		Valid      bool   `json:"valid"`
+		Refinement string `json:"refinement"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&vectors); err != nil {
+		t.Fatal(err)
+	}
+	schemas := map[string]*jsonschema.Schema{}
+	counts := map[string]int{}
+	for i, v := range vectors {
+		s, ok := schemas[v.Kind]
+		if !ok {
+			raw, err := fs.ReadFile(protocol.SnugSchemas, "snug/"+v.Kind+".json")
+			if err != nil {
+				t.Fatalf("vector %d has kind %q: %v", i, v.Kind, err)
+			}
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := jsonschema.NewCompiler()
+			url := "https://snug.invalid/" + v.Kind + ".json"
+			if err := c.AddResource(url, doc); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = c.Compile(url); err != nil {
+				t.Fatal(err)
+			}
+			schemas[v.Kind] = s
+		}
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(v.JSON))
+		if err != nil {
+			t.Errorf("vector %d is not JSON: %v", i, err)
+			continue
+		}
+		if v.Valid && v.Refinement != "" {
+			t.Errorf("vector %d is valid yet refused by %q", i, v.Refinement)
+		}
+		want := v.Valid || v.Refinement != ""
+		if valid := s.Validate(inst) == nil; valid != want {
+			t.Errorf("vector %d: schema says valid=%v, file says valid=%v refinement=%q\n%.300s", i, valid, v.Valid, v.Refinement, v.JSON)
+		}
+		counts[v.Kind]++
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if len(counts) != 13 || total < 2000 {
+		t.Errorf("vectors cover %d kinds with %d vectors, want the 13 frame types and at least 2000", len(counts), total)
 	}
 }
