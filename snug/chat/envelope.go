@@ -96,7 +96,7 @@ func ParseEnvelope(text string) (*Envelope, error) {
 		body = strings.TrimPrefix(body, "\n")
 	}
 	obj, ok := jsonread.Object([]byte(body))
-	if !ok || !json.Valid([]byte(body)) {
+	if !ok {
 		return nil, fmt.Errorf("%w: the body is not a JSON object", ErrNotEnvelope)
 	}
 	if v, isInt := jsonread.Integer(obj["snug"]); !isInt || v != frame.ProtocolVersion {

@@ -79,9 +79,9 @@ func Chars(s string) int { return utf8.RuneCountInString(s) }
 // Integer decodes a JSON number that is an integer, judged on its exact
 // decimal value as JSON Schema judges it (1.0 and 1e0 are 1;
 // 1.0000000000000001 is not an integer), saturated to ±10^18. Like
-// math/big, under the schema validator, it refuses a number whose exponent
-// less its fraction digits exceeds 10^6 in magnitude: that is not a number
-// the schema can compare.
+// math/big, under the schema validator, it refuses a nonzero number whose
+// exponent less its fraction digits exceeds 10^6 in magnitude: that is not
+// a number the schema can compare.
 func Integer(raw json.RawMessage) (int64, bool) {
 	if Kind(raw) != '0' {
 		return 0, false
@@ -119,16 +119,19 @@ func integer(s []byte) (int64, bool) {
 		}
 		exp, i = e, len(s)
 	}
-	if len(intPart) == 0 || i != len(s) || exp < -1<<62 {
+	if len(intPart) == 0 || i != len(s) {
+		return 0, false
+	}
+	digits := bytes.TrimLeft(append(append([]byte(nil), intPart...), frac...), "0")
+	if len(digits) == 0 {
+		return 0, true // zero, whatever its exponent, as math/big has it
+	}
+	if exp < -1<<62 {
 		return 0, false
 	}
 	exp -= int64(len(frac))
 	if exp > 1e6 || exp < -1e6 {
 		return 0, false
-	}
-	digits := bytes.TrimLeft(append(append([]byte(nil), intPart...), frac...), "0")
-	if len(digits) == 0 {
-		return 0, true
 	}
 	trimmed := bytes.TrimRight(digits, "0")
 	exp += int64(len(digits) - len(trimmed))
