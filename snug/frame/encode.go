@@ -18,6 +18,9 @@ import (
 // [ErrTooLarge]). A nil HostReady.ProtocolVersions is sent as [1]; a
 // net-response may carry only whitelisted headers.
 func Encode(f Frame) ([]byte, error) {
+	if isNil(f) {
+		return nil, errors.New("snug frame: nil frame")
+	}
 	var v any
 	switch f := f.(type) {
 	case *HostReady:
@@ -45,8 +48,6 @@ func Encode(f Frame) ([]byte, error) {
 		v = hintJSON(f)
 	case *HostEvent:
 		return nil, errors.New("snug frame: a host-event is sent only as a Hint, built from references (R7)")
-	case nil:
-		return nil, errors.New("snug frame: nil frame")
 	default:
 		return nil, fmt.Errorf("snug frame: %s is not a frame the host sends", f.FrameType())
 	}
@@ -65,6 +66,27 @@ func Encode(f Frame) ([]byte, error) {
 		return nil, fmt.Errorf("snug frame: %s encoded as %s", f.FrameType(), back.FrameType())
 	}
 	return data, nil
+}
+
+// isNil reports whether f is nil or a nil pointer in a Frame.
+func isNil(f Frame) bool {
+	switch f := f.(type) {
+	case nil:
+		return true
+	case *HostReady:
+		return f == nil
+	case *AppResponse:
+		return f == nil
+	case *DBResponse:
+		return f == nil
+	case *NetResponse:
+		return f == nil
+	case *OpenURLResult:
+		return f == nil
+	case *HostEvent:
+		return f == nil
+	}
+	return false
 }
 
 // marshal encodes v without HTML escaping, which would only make frames

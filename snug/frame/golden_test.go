@@ -188,10 +188,9 @@ func (b base) kind() string {
 
 // lengthCase is a string member bounded in characters.
 type lengthCase struct {
-	base       obj
-	field      string
-	min, max   int
-	refinement string // set when a string at max is refused by prose (a URL)
+	base     obj
+	field    string
+	min, max int
 }
 
 // goldens returns every golden case (built once: some are megabytes).
@@ -199,9 +198,6 @@ var goldens = sync.OnceValue(func() []golden {
 	var out []golden
 	add := func(name, kind, json string, valid bool) {
 		out = append(out, golden{name: name, kind: kind, json: json, valid: valid})
-	}
-	refined := func(name, kind, json, rule string) {
-		out = append(out, golden{name: name, kind: kind, json: json, refinement: rule})
 	}
 
 	for _, b := range bases {
@@ -294,7 +290,7 @@ var goldens = sync.OnceValue(func() []golden {
 	out = append(out, responseGoldens()...)
 	out = append(out, dbGoldens()...)
 	out = append(out, netGoldens()...)
-	out = append(out, openURLGoldens(refined)...)
+	out = append(out, openURLGoldens()...)
 	out = append(out, sizeGoldens()...)
 	out = append(out, notJSONGoldens()...)
 	return out
@@ -519,7 +515,7 @@ const (
 	ruleOpenURL          = "§4: an open-url that does not parse, is not https:, or carries userinfo"
 )
 
-func openURLGoldens(refined func(name, kind, json, rule string)) []golden {
+func openURLGoldens() []golden {
 	var out []golden
 	add := func(name, url string, valid bool) {
 		g := golden{name: "open url " + name, kind: "open-url-request", json: openURL.set("url", jstr(url)).String(), valid: valid}

@@ -91,6 +91,8 @@ func TestEncodeRefuses(t *testing.T) {
 	for name, f := range map[string]frame.Frame{
 		"an app frame":           &frame.AppMessage{RequestID: "r", InstanceID: "i", AppID: "a", Action: "x"},
 		"nil":                    nil,
+		"a nil app-response":     (*frame.AppResponse)(nil),
+		"a nil host-event":       (*frame.HostEvent)(nil),
 		"host-ready, no id":      &frame.HostReady{Theme: frame.ThemeDark},
 		"host-ready, no theme":   &frame.HostReady{InstanceID: "i"},
 		"a result without id":    &frame.DBResponse{OK: true},

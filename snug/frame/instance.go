@@ -399,7 +399,7 @@ func (p *Pending) finish(answer Frame) error {
 // and encodes it for requestId id.
 func (p *Pending) encodeAnswer(id string, answer Frame) ([]byte, error) {
 	want := p.req.FrameType().answerType()
-	if answer == nil || answer.FrameType() != want {
+	if isNil(answer) || answer.FrameType() != want {
 		return nil, fmt.Errorf("snug request: a %s is answered by a %s", p.req.FrameType(), want)
 	}
 	switch a := answer.(type) {

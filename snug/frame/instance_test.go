@@ -524,6 +524,7 @@ func TestRespondReplacesWhatCannotBeSent(t *testing.T) {
 		{"status out of range", netText, &frame.NetResponse{OK: true, Status: 700}, nil, frame.CodeHostError, false},
 		{"an error without a code", dbText, nil, &frame.ResponseError{Message: "no code"}, frame.CodeHostError, false},
 		{"nil", openText, nil, nil, frame.CodeHostError, false},
+		{"a nil result", openText, (*frame.OpenURLResult)(nil), nil, frame.CodeHostError, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, w := mustLoaded(t)
