@@ -638,3 +638,30 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestHelloAttemptsBounded: before its welcome a peer may send 4 requests
+// (a refused hello may be retried); the 5th closes the connection, so
+// unauthenticated peers cannot fill the 10,000-ID set.
+func TestHelloAttemptsBounded(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t)
+	p := b.DialPeer(t)
+	bad := testenv.ClientHello(strings.Repeat("0", 64))
+	for i := range broker.MaxHelloAttempts {
+		if r := p.Call("hello", bad); r.OK || r.Code != wire.CodePolicyDenied {
+			t.Fatalf("attempt %d: %+v, want POLICY_DENIED", i+1, r)
+		}
+	}
+	p.Request("hello", testenv.ClientHello(b.Token(t)))
+	if env := p.Read(); env != nil {
+		t.Fatalf("attempt %d answered %+v, want the connection closed", broker.MaxHelloAttempts+1, env)
+	}
+	// The 4th may still be the right one.
+	q := b.DialPeer(t)
+	for range broker.MaxHelloAttempts - 1 {
+		q.Call("hello", bad)
+	}
+	if r := q.Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatalf("4th attempt, with the token: %+v", r)
+	}
+}
