@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -256,6 +257,10 @@ func (p *peer) handleHello(req *rpc.Request) (any, error) {
 		p.s.refuse("wrong or missing token", "conn", p.id, "role", h.Role)
 		return nil, wire.Err(wire.CodePolicyDenied)
 	}
+	if h.JournalKey != "" && journalKeyBits(h.JournalKey) < MinJournalKeyBits {
+		p.s.refuse("journalKey too weak", "conn", p.id, "bits", int(journalKeyBits(h.JournalKey)))
+		return nil, wire.Err(wire.CodePolicyDenied)
+	}
 	p.label = processLabel(p.pid) // read now, not for every socket accepted
 	w := &welcomed{hello: h, epoch: newEpoch()}
 	if code := p.s.negotiate(p, w); code != "" {
@@ -390,6 +395,38 @@ func (s *Server) unregister(p *peer) {
 		s.providers = slices.Delete(s.providers, i, i+1)
 		p.log.Info("provider gone", "instance", p.state.Load().hello.Instance.ID)
 	}
+}
+
+// MinJournalKeyBits is the least distinct material a hello's journalKey must
+// carry. The key names the client's durable action identities across
+// reconnects; one anyone could guess would let another program collide
+// with them.
+const MinJournalKeyBits = 128
+
+// journalKeyBits estimates the distinct material of a 64-hex journalKey:
+// the smaller of its characters' empirical entropy (64 × bits per
+// character) and its shortest period (4 bits per character of it), so
+// "aaaa…", "abab…" or a 16-character block repeated all score low, and a
+// random key scores about 230.
+func journalKeyBits(k string) float64 {
+	counts := make(map[byte]int)
+	for i := range len(k) {
+		counts[k[i]]++
+	}
+	n := float64(len(k))
+	entropy := 0.0
+	for _, c := range counts {
+		p := float64(c) / n
+		entropy -= n * p * math.Log2(p)
+	}
+	period := len(k)
+	for p := 1; p < len(k); p++ {
+		if k[p:] == k[:len(k)-p] {
+			period = p
+			break
+		}
+	}
+	return min(entropy, float64(4*period))
 }
 
 func newEpoch() string {

@@ -79,11 +79,11 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
 	}
 	idt := r.identify(c, in.SessionID, req.RequestID, req)
-	f, retry, err := r.begin(ctx, idt)
+	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
+	f, retry, err := r.begin(ctx, idt, owner, req.LeaseID)
 	if f == nil {
 		return retry, err
 	}
-	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
 	var res *browser.ActionResult
 	if idt.durable {
 		res, err = r.actDurable(ctx, owner, idt, req, timeout)
@@ -108,10 +108,7 @@ func (r *Runtime) actDurable(ctx context.Context, owner lease.Owner, idt identit
 		if rec.Hash != idt.hash {
 			return nil, wire.Err(wire.CodeRequestIDConflict)
 		}
-		r.mu.Lock()
-		cached := r.results.get(idt.id)
-		r.mu.Unlock()
-		if cached != nil {
+		if cached := r.cachedFor(owner, req.LeaseID, idt.id); cached != nil {
 			return cached, nil
 		}
 		return recovered(req.RequestID, rec), nil

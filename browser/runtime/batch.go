@@ -49,15 +49,15 @@ func (r *Runtime) Batch(ctx context.Context, c Client, params json.RawMessage) (
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
 	}
 	idt := r.identify(c, in.SessionID, req.RequestID, req)
-	f, retry, err := r.begin(ctx, idt)
+	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
+	f, retry, err := r.begin(ctx, idt, owner, req.LeaseID)
 	if f == nil {
 		if retry != nil {
 			return batchRecovered(retry, len(req.Steps)), nil
 		}
 		return nil, err
 	}
-	b := &batch{r: r, c: c, req: req, approvalID: in.ApprovalID, idt: idt,
-		owner: lease.Owner{Conn: c.ConnID(), Session: in.SessionID}}
+	b := &batch{r: r, c: c, req: req, approvalID: in.ApprovalID, idt: idt, owner: owner}
 	res, err := b.run(ctx, timeout)
 	var plan *browser.ActionResult
 	if res != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/lease"
 
 	"github.com/dsh-browser/broker/internal/failpoint"
 	"github.com/dsh-browser/broker/journal"
@@ -52,8 +53,9 @@ func (r *Runtime) identify(c Client, session, requestID string, request any) ide
 }
 
 // begin registers an action. For a duplicate of a running or finished one
-// it waits and returns that one's answer with a nil fence.
-func (r *Runtime) begin(ctx context.Context, idt identity) (*fence, *browser.ActionResult, error) {
+// it waits and returns that one's answer with a nil fence: the retained
+// result only to the owner of its live lease (answerRetry).
+func (r *Runtime) begin(ctx context.Context, idt identity, owner lease.Owner, leaseID string) (*fence, *browser.ActionResult, error) {
 	f, first, err := r.enter(idt.id, idt.hash)
 	if err != nil || first {
 		return f, nil, err
@@ -63,7 +65,7 @@ func (r *Runtime) begin(ctx context.Context, idt identity) (*fence, *browser.Act
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
-	res, err := r.answerRetry(idt.id, f)
+	res, err := r.answerRetry(idt.id, f, owner, leaseID)
 	return nil, res, err
 }
 
@@ -102,18 +104,32 @@ func (r *Runtime) enter(id string, hash [32]byte) (*fence, bool, error) {
 
 // answerRetry answers a duplicate of a completed in-memory execution: the
 // retained result, the same error, or metadata-only RECOVERY_REQUIRED.
-func (r *Runtime) answerRetry(id string, f *fence) (*browser.ActionResult, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Runtime) answerRetry(id string, f *fence, owner lease.Owner, leaseID string) (*browser.ActionResult, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	if res := r.results.get(id); res != nil {
+	if res := r.cachedFor(owner, leaseID, id); res != nil {
 		return res, nil
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return recovered(f.result.RequestID, &journal.Record{
 		State: journal.StateSettled, Dispatch: f.result.Dispatch, Outcome: f.result.Outcome, SettledAt: r.now(),
 	}), nil
+}
+
+// cachedFor returns the retained result of an action, but only to the owner
+// of its live lease: the result holds page content (the observation, form
+// values), and a journalKey is not a credential for another connection's
+// page. Anyone else — a reconnected client, another program with the same
+// key — gets nil, and so the metadata-only RECOVERY_REQUIRED.
+func (r *Runtime) cachedFor(owner lease.Owner, leaseID, id string) *browser.ActionResult {
+	if _, err := r.leases.Get(owner, leaseID); err != nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.results.get(id)
 }
 
 // recovered is the metadata-only answer to a retry of an action whose
