@@ -17,10 +17,10 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/install"
+	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/test/harness/chromium"
 	"github.com/dsh-browser/broker/test/harness/stack"
 	"github.com/dsh-browser/broker/test/harness/testenv"
-	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
 )
 

@@ -21,9 +21,9 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/internal/paths"
-	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 
