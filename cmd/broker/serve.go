@@ -10,7 +10,6 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/lmittmann/tint"
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-browser/broker/broker"
 	"github.com/dsh-browser/broker/browser"
@@ -106,11 +105,13 @@ func newLogger(w io.Writer, lvl slog.Level) *slog.Logger {
 	return slog.New(tint.NewHandler(w, &tint.Options{Level: lvl, NoColor: !isTerminal(w)}))
 }
 
+// isTerminal reports whether w is a character device (a terminal, for
+// the colour decision; no ioctl, so it reads the same on every platform).
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
