@@ -279,6 +279,25 @@ func quads(data string) func(a *actOn) {
 	}
 }
 
+// TestActLeaseEndsBeforeTheInput: a lease that ends while its action waits
+// (for stable geometry, for the tab's queue) gets no input: the broker
+// checks the lease right before it asks the provider to dispatch.
+func TestActLeaseEndsBeforeTheInput(t *testing.T) {
+	t.Parallel()
+	a := newActOn(t, Config{})
+	a.p.on(browser.ProviderCDP, func(params any) (any, error) {
+		if params.(*cdpParams).Method == "DOM.scrollIntoViewIfNeeded" {
+			must[map[string]bool](t, a.r.Release, a.c, map[string]any{"sessionId": "s", "leaseId": a.lease.ID})
+			return map[string]any{}, nil
+		}
+		return map[string]any{"quads": quadOf}, nil
+	})
+	res := a.act("s", click(a))
+	if res.Outcome != "cancelled" || res.Code != wire.CodeLeaseRevoked || res.Dispatch != "notDispatched" || a.inputs() != 0 {
+		t.Fatalf("%+v after %d inputs", res, a.inputs())
+	}
+}
+
 func TestActRetries(t *testing.T) {
 	t.Parallel()
 	a := newActOn(t, Config{})

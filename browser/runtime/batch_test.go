@@ -188,6 +188,21 @@ func TestBatch(t *testing.T) {
 		}
 	})
 
+	t.Run("the lease ends while the owner decides", func(t *testing.T) {
+		t.Parallel()
+		a := newCounter(t, Config{})
+		a.c.approve = func(_ string, i int) (any, error) {
+			if i == 1 {
+				must[map[string]bool](t, a.r.Release, a.c, map[string]any{"sessionId": "s", "leaseId": a.lease.ID})
+			}
+			return map[string]bool{"allowed": true}, nil
+		}
+		r := a.batch(a.plan("p", a.press(1), a.press(2), a.press(3)))
+		if statuses(r) != "attempted:succeeded attempted:cancelled:LEASE_REVOKED notRun" || r.Outcome != "cancelled" || a.inputs() != 1 {
+			t.Fatalf("%+v (%s) after %d inputs", r.ActionResult, statuses(r), a.inputs())
+		}
+	})
+
 	t.Run("the lease and the browser", func(t *testing.T) {
 		t.Parallel()
 		a := newCounter(t, Config{})
