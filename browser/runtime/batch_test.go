@@ -257,6 +257,10 @@ func TestBatchDurable(t *testing.T) {
 			t.Fatalf("step %d journaled as %+v %v", i, rec, err)
 		}
 	}
+	// A retry while the plan's result is retained gets it.
+	if again := a.batch(params); again.Outcome != "succeeded" || again.Code != "" || again.Recovery != nil || a.inputs() != 2 {
+		t.Fatalf("a retry within retention %+v", again.ActionResult)
+	}
 	a.clock.advance(ResultRetention + time.Second)
 	r := a.batch(params)
 	if r.Code != wire.CodeRecoveryRequired || r.Recovery == nil || r.Recovery.PriorOutcome != "succeeded" || len(r.Steps) != 0 || r.TotalSteps != 2 || a.inputs() != 2 {
