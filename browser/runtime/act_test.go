@@ -459,3 +459,38 @@ func TestActDurable(t *testing.T) {
 		t.Fatalf("a reserved action %+v %+v", res, res.Recovery)
 	}
 }
+
+// TestActJournalFaults: a journal that cannot take the intent refuses the
+// action before any input; one that cannot record the outcome makes an
+// input that may have happened unknown; reads keep working.
+func TestActJournalFaults(t *testing.T) {
+	t.Parallel()
+	j := journal.Open(filepath.Join(t.TempDir(), "journal.db"), []byte("secret"), journal.Options{MaxEntries: 1})
+	t.Cleanup(func() { j.Close() })
+	a := newActOn(t, Config{Journal: j})
+	a.c.journalKey = strings.Repeat("ef", 32)
+	fill := func(id string) map[string]any {
+		return a.request(id, map[string]any{"kind": "fill", "ref": a.ref("textbox", "Your name"), "text": "Ada"})
+	}
+	a.act("s", fill("j1"))
+	if res := a.act("s", fill("j2")); res.Code != wire.CodeJournalFull || res.Dispatch != "notDispatched" || res.Outcome != "failed" || a.inputs() != 1 {
+		t.Fatalf("a full journal: %+v after %d inputs", res, a.inputs())
+	}
+
+	// The journal fails between the intent and the outcome.
+	k := newActOn(t, Config{Journal: journal.Open(filepath.Join(t.TempDir(), "journal.db"), []byte("secret"), journal.Options{})})
+	k.c.journalKey = a.c.journalKey
+	k.p.on(browser.ProviderInputText, func(any) (any, error) {
+		k.r.cfg.Journal.(*journal.Journal).Close()
+		return map[string]bool{"dispatched": true}, nil
+	})
+	res := k.act("s", k.request("j1", map[string]any{"kind": "fill", "ref": k.ref("textbox", "Your name"), "text": "Ada"}))
+	if res.Code != wire.CodeJournalUnavailable || res.Outcome != "unknown" || res.Dispatch != "observed" || k.inputs() != 1 {
+		t.Fatalf("an outcome that cannot be recorded: %+v", res)
+	}
+	res = k.act("s", k.request("j2", map[string]any{"kind": "fill", "ref": k.ref("textbox", "Your name"), "text": "Ada"}))
+	if res.Code != wire.CodeJournalUnavailable || res.Dispatch != "notDispatched" || k.inputs() != 1 {
+		t.Fatalf("an unavailable journal: %+v after %d inputs", res, k.inputs())
+	}
+	k.observe("s", k.lease.ID)
+}

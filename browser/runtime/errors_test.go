@@ -198,13 +198,13 @@ func TestParamBounds(t *testing.T) {
 			if p, ok := params.(map[string]any); ok && p["request"] != nil && !strings.Contains(tc.name, "requestId") {
 				params = with(p, "request.requestId", fmt.Sprint("bounds-", i)) // every action its own
 			}
-			before := len(f.p.calls)
+			before := len(f.p.methods())
 			_, err := invoke[any](t, tc.m, f.c, params)
 			if invalid := rpc.CodeOf(err) == wire.CodeInvalidRequest; invalid == tc.ok {
 				t.Fatalf("%v (ok %v)", err, tc.ok)
 			}
-			if !tc.ok && len(f.p.calls) != before {
-				t.Errorf("the provider was asked %v", f.p.calls[before:])
+			if !tc.ok && len(f.p.methods()) != before {
+				t.Errorf("the provider was asked %v", f.p.methods()[before:])
 			}
 		})
 	}
@@ -239,7 +239,7 @@ func TestAnotherOwnersLease(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Config{})
 	l := f.claim("mine")
-	sent := len(f.p.calls)
+	sent := len(f.p.methods())
 	other := newFakeClient(2)
 	for name, call := range leasedMethods(f, l.ID, "F:L1") {
 		if err := call(other); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
@@ -252,8 +252,8 @@ func TestAnotherOwnersLease(t *testing.T) {
 	if _, err := invoke[any](t, f.r.Release, other, map[string]any{"sessionId": "mine", "leaseId": l.ID}); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
 		t.Errorf("release by another connection: %v", err)
 	}
-	if len(f.p.calls) != sent || len(other.asked) != 0 {
-		t.Fatalf("the provider was asked %v", f.p.calls[sent:])
+	if len(f.p.methods()) != sent || other.approvals() != "" {
+		t.Fatalf("the provider was asked %v", f.p.methods()[sent:])
 	}
 	if len(f.r.leases.Live()) != 1 {
 		t.Fatal("the lease ended")
@@ -268,7 +268,7 @@ func TestProviderGone(t *testing.T) {
 	f := newFixture(t, Config{})
 	l := f.claim("s")
 	f.h.remove(f.p)
-	sent := len(f.p.calls)
+	sent := len(f.p.methods())
 	for name, call := range leasedMethods(f, l.ID, "F:L1") {
 		want := wire.CodeConnectionLost
 		if name == "validateLease" {
@@ -287,8 +287,8 @@ func TestProviderGone(t *testing.T) {
 			t.Errorf("%s: %v, want CONNECTION_LOST", name, err)
 		}
 	}
-	if len(f.p.calls) != sent {
-		t.Fatalf("a gone provider was called: %v", f.p.calls[sent:])
+	if len(f.p.methods()) != sent {
+		t.Fatalf("a gone provider was called: %v", f.p.methods()[sent:])
 	}
 	if got := must[[]browser.Instance](t, f.r.Instances, f.c, map[string]any{}); len(got) != 0 {
 		t.Fatalf("instances %+v", got)

@@ -56,12 +56,6 @@ func (h *testHost) connect(c service.Client) {
 	h.mu.Unlock()
 }
 
-func (h *testHost) disconnect(conn uint64) {
-	h.mu.Lock()
-	delete(h.clients, conn)
-	h.mu.Unlock()
-}
-
 func (h *testHost) Provider(id string) service.Provider {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -290,6 +284,17 @@ func (p *fakeProvider) sent(method string) []any {
 
 func (p *fakeProvider) count(method string) int { return len(p.sent(method)) }
 
+// methods returns the methods called, in order.
+func (p *fakeProvider) methods() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, c := range p.calls {
+		out = append(out, c.Method)
+	}
+	return out
+}
+
 // waitCalls waits until method was called n times (the runtime sends some
 // calls, lease.revoke, in the background).
 func (p *fakeProvider) waitCalls(t testing.TB, method string, n int) {
@@ -308,6 +313,15 @@ func (p *fakeProvider) waitCalls(t testing.TB, method string, n int) {
 			t.Fatalf("%s called %d times, want %d", method, p.count(method), n)
 		}
 	}
+}
+
+// revoked returns the IDs of the leases lease.revoke was sent for.
+func (p *fakeProvider) revoked() []string {
+	var out []string
+	for _, params := range p.sent(browser.ProviderLeaseRevoke) {
+		out = append(out, params.(*leaseParams).Lease.ID)
+	}
+	return out
 }
 
 // fakePage is what the default script shows: a document and its AX nodes

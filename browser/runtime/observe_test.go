@@ -310,7 +310,7 @@ func TestCapture(t *testing.T) {
 	}{
 		{"a coherent screenshot", shot(nil), ""},
 		{"data at the cap", shot(func(s *sourceScreenshot) { s.Data = jpegOf(browser.MaxScreenshotData / 4 * 3) }), ""},
-		{"data past the cap", shot(func(s *sourceScreenshot) { s.Data = jpegOf(browser.MaxScreenshotData/4*3 + 1) }), wire.CodeQueueFull},
+		{"data one character past the cap", shot(func(s *sourceScreenshot) { s.Data = jpegOf(browser.MaxScreenshotData/4*3) + "A" }), wire.CodeQueueFull},
 		{"not a JPEG", shot(func(s *sourceScreenshot) { s.Data = base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n")) }), wire.CodeInternalError},
 		{"not base64", shot(func(s *sourceScreenshot) { s.Data = "/9j/!!" }), wire.CodeInternalError},
 		{"another type", shot(func(s *sourceScreenshot) { s.MimeType = "image/png" }), wire.CodeInternalError},
@@ -388,7 +388,7 @@ func TestValidateLease(t *testing.T) {
 	if _, err := invoke[any](t, f.r.ValidateLease, f.c, params); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
 		t.Fatalf("a lease on a gone browser: %v, want LEASE_REVOKED", err)
 	}
-	if len(f.p.calls) != 2 { // tabs.list and lease.grant of the claim
-		t.Fatalf("validateLease asked the provider: %v", f.p.calls)
+	if len(f.p.methods()) != 2 { // tabs.list and lease.grant of the claim
+		t.Fatalf("validateLease asked the provider: %v", f.p.methods())
 	}
 }
