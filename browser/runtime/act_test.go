@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
@@ -155,26 +156,31 @@ func TestActExpectation(t *testing.T) {
 		}
 	})
 
+	// In a synctest bubble time moves only when every goroutine waits: the
+	// page change, not the 100 ms poll, must wake the verification.
 	t.Run("passed after the page changed", func(t *testing.T) {
 		t.Parallel()
-		a := newActOn(t, Config{})
-		var once sync.Once
-		read := a.p.script[browser.ProviderAXRead].answer
-		a.p.on(browser.ProviderAXRead, func(params any) (any, error) {
-			v, err := read(params)
-			if a.inputs() > 0 {
-				once.Do(func() { // the first read after the input: the text comes a moment later
-					a.p.page.say("Saved")
-					data, _ := json.Marshal(map[string]any{"tab": a.lease.Tab, "leaseId": a.lease.ID, "sequence": 1})
-					a.r.Event(a.p, browser.ProviderEventPageChanged, data)
-				})
+		synctest.Test(t, func(t *testing.T) {
+			a := newActOn(t, Config{})
+			var once sync.Once
+			read := a.p.script[browser.ProviderAXRead].answer
+			a.p.on(browser.ProviderAXRead, func(params any) (any, error) {
+				v, err := read(params)
+				if a.inputs() > 0 {
+					once.Do(func() { // the first read after the input: the text comes a moment later
+						a.p.page.say("Saved")
+						data, _ := json.Marshal(map[string]any{"tab": a.lease.Tab, "leaseId": a.lease.ID, "sequence": 1})
+						a.r.Event(a.p, browser.ProviderEventPageChanged, data)
+					})
+				}
+				return v, err
+			})
+			start := time.Now()
+			res := a.act("s", fill(a, "f", "Saved", 5000))
+			if res.Outcome != "succeeded" || res.Postcondition != "passed" || a.p.count(browser.ProviderAXRead) != 3 || time.Since(start) != 0 {
+				t.Fatalf("%+v after %d reads and %v", res, a.p.count(browser.ProviderAXRead), time.Since(start))
 			}
-			return v, err
 		})
-		res := a.act("s", fill(a, "f", "Saved", 5000))
-		if res.Outcome != "succeeded" || res.Postcondition != "passed" || a.p.count(browser.ProviderAXRead) != 3 {
-			t.Fatalf("%+v after %d reads", res, a.p.count(browser.ProviderAXRead))
-		}
 	})
 
 	t.Run("dispatched but not observed", func(t *testing.T) {

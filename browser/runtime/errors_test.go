@@ -408,3 +408,61 @@ func observeCall(query map[string]any) func(f *fixture, leaseID string) error {
 		return err
 	}
 }
+
+// FuzzProviderAnswer feeds arbitrary answers to the methods that read
+// them: each call ends in a result that encodes, or in an error with a
+// code or wrapping errProvider, never in a panic.
+func FuzzProviderAnswer(f *testing.F) {
+	f.Add(uint8(0), []byte(`{"documentEpoch":"F:L1","url":"https://app.test/form","nodes":[{"backendNodeId":4,"role":"button","name":"Go"}]}`))
+	f.Add(uint8(1), []byte(`{"documentEpoch":"F:L1","url":"https://app.test/form","nodes":[{"backendNodeId":-1,"role":"link","name":""}],"truncated":true}`))
+	f.Add(uint8(2), []byte(`{"documentEpoch":"F:L1","url":"https://app.test/form","nodes":[{"axId":"1"},{"axId":"2","parentAxId":"1","role":"StaticText","name":"x"}],"resume":["1","2"]}`))
+	f.Add(uint8(3), []byte(`{"documentEpoch":"F:L1","url":"https://app.test/form","frames":[{"frameId":"F","loaderId":"L1","origin":"https://app.test","local":true},{"frameId":"C","parentId":"F","local":false}]}`))
+	f.Add(uint8(4), []byte(`{"documentEpoch":"F:L1","url":"https://app.test/form","capturedAt":1,"mimeType":"image/jpeg","data":"/9j/4A==","viewport":{"width":1,"height":1},"redaction":{"policy":"cross-origin-frames"}}`))
+	f.Add(uint8(5), []byte(`[{"id":"inst:1","instanceId":"inst","url":"https://app.test/","title":"x"}]`))
+	f.Add(uint8(6), []byte(`{"granted":true,"documentEpoch":"F:L1"}`))
+	f.Add(uint8(7), []byte(`{"quads":[[0,0,1,0,1,1,0,1]]}`))
+	f.Add(uint8(8), []byte(`{"documentEpoch":"F:L1",`))
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		fx := newFixture(t, Config{})
+		lp := map[string]any{"sessionId": "s", "leaseId": ""}
+		targets := []struct {
+			method string
+			leased bool
+			call   func() error
+		}{
+			{browser.ProviderAXRead, true, func() error { _, err := invoke[any](t, fx.r.Observe, fx.c, lp); return err }},
+			{browser.ProviderAXFind, true, func() error {
+				_, err := invoke[any](t, fx.r.Observe, fx.c, with(lp, "query", map[string]any{"name": "Go"}))
+				return err
+			}},
+			{browser.ProviderAXPage, true, func() error { _, err := invoke[any](t, fx.r.ReadPage, fx.c, lp); return err }},
+			{browser.ProviderFramesList, true, func() error { _, err := invoke[any](t, fx.r.Frames, fx.c, lp); return err }},
+			{browser.ProviderCapture, true, func() error { _, err := invoke[any](t, fx.r.Capture, fx.c, lp); return err }},
+			{browser.ProviderTabsList, false, func() error {
+				_, err := invoke[any](t, fx.r.Tabs, fx.c, map[string]any{"sessionId": "s", "instanceId": "inst"})
+				return err
+			}},
+			{browser.ProviderLeaseGrant, false, func() error {
+				_, err := invoke[any](t, fx.r.Claim, fx.c, map[string]any{"sessionId": "s", "instanceId": "inst", "tab": "inst:1"})
+				return err
+			}},
+			{browser.ProviderCDP, true, func() error {
+				o := fx.observe("s", lp["leaseId"].(string))
+				_, err := invoke[any](t, fx.r.Act, fx.c, map[string]any{"sessionId": "s", "request": map[string]any{"requestId": "x",
+					"leaseId": lp["leaseId"], "documentEpoch": o.DocumentEpoch, "timeoutMs": 100,
+					"action": map[string]any{"kind": "click", "ref": refOf(t, o.Nodes, "button", "Greet")}}})
+				return err
+			}},
+		}
+		target := targets[int(which)%len(targets)]
+		if target.leased {
+			lp["leaseId"] = fx.claim("s").ID
+		}
+		fx.p.answerRaw(target.method, string(data))
+		if err := target.call(); err != nil && !errors.Is(err, errProvider) {
+			if _, ok := errors.AsType[*wire.Error](err); !ok {
+				t.Fatalf("an error with no code: %v", err)
+			}
+		}
+	})
+}

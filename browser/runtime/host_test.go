@@ -470,7 +470,7 @@ func (pg *fakePage) doc(f *frameDocument) (*fakePage, error) {
 
 // withChildFrame adds a same-origin child frame "C" showing a document
 // with a button "Inner" and the text "Inside".
-func (pg *fakePage) withChildFrame() *fakePage {
+func (pg *fakePage) withChildFrame() {
 	child := &fakePage{epoch: "C:LC1", url: "https://app.test/inner", title: "Inner", docs: map[string]*fakePage{}}
 	child.add("1", "", axNode{BackendNodeID: 1, Role: "RootWebArea", Name: "Inner page"})
 	child.add("2", "1", axNode{BackendNodeID: 50, Role: "button", Name: "Inner"})
@@ -480,7 +480,6 @@ func (pg *fakePage) withChildFrame() *fakePage {
 		pg.frames = append(pg.frames, sourceFrame{FrameID: "C", ParentID: frameID, LoaderID: "LC1", Origin: "https://app.test", Local: true})
 		pg.docs["C"] = child
 	})
-	return child
 }
 
 // jpegOf returns base64 of n bytes that start like a JPEG.
