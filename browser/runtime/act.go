@@ -212,6 +212,11 @@ func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov
 		method, command.Key = browser.ProviderInputKey, a.Key
 		command.Shift = a.Shift != nil && *a.Shift
 	}
+	// The lease may have ended while the action waited (for the tab's queue,
+	// stable geometry or a batch step's approval): no input under it.
+	if _, err := r.leases.Get(l.Owner, l.ID); err != nil {
+		return notDispatched(err)
+	}
 	if err := callInput(ctx, prov, method, l, command); err != nil {
 		switch rpc.CodeOf(err) {
 		case wire.CodeStaleTarget, wire.CodeNotActionable, wire.CodeLeaseRevoked, wire.CodePolicyDenied, wire.CodeInvalidRequest:

@@ -104,6 +104,12 @@ func (b *batch) run(ctx context.Context, timeout time.Duration) (*browser.BatchR
 			if rec.Hash != b.idt.hash {
 				return nil, wire.Err(wire.CodeRequestIDConflict)
 			}
+			r.mu.Lock()
+			cached := r.results.get(b.idt.id)
+			r.mu.Unlock()
+			if cached != nil { // the first answer, while it is retained
+				return batchRecovered(cached, len(req.Steps)), nil
+			}
 			return batchRecovered(recovered(req.RequestID, rec), len(req.Steps)), nil
 		}
 	}

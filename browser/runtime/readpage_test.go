@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
-
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -120,5 +119,249 @@ func TestWindowBudgets(t *testing.T) {
 	r = &windowRead{DocumentEpoch: "F:L", Nodes: button(1, "main")}
 	if _, next = project(r); next != nil {
 		t.Fatalf("last window: next %v", next)
+	}
+}
+
+// newBigPage is a leased page of groups "Group 1".."Group N" of n buttons
+// "Item i" each, with their text: several windows long.
+func newBigPage(t *testing.T, cfg Config, groups, n int, caps ...string) (*fixture, browser.LeaseResult) {
+	f := newFixture(t, cfg, caps...)
+	f.p.page.edit(func(pg *fakePage) {
+		pg.nodes = pg.nodes[:1]
+		for g := 1; g <= groups; g++ {
+			gid := fmt.Sprint("g", g)
+			pg.add(gid, "1", axNode{BackendNodeID: int64(g), Role: "region", Name: fmt.Sprint("Group ", g)})
+			for i := (g-1)*n + 1; i <= g*n; i++ {
+				pg.add(fmt.Sprint("b", i), gid, axNode{BackendNodeID: int64(100 + i), Role: "button", Name: fmt.Sprint("Item ", i)})
+				pg.add(fmt.Sprint("t", i), fmt.Sprint("b", i), axNode{BackendNodeID: int64(10000 + i), Role: "StaticText", Name: fmt.Sprint("Item ", i)})
+			}
+		}
+	})
+	return f, f.claim("s")
+}
+
+func readWindow(t *testing.T, f *fixture, leaseID string, opts map[string]any) (browser.PageWindow, error) {
+	t.Helper()
+	params := map[string]any{"sessionId": "s", "leaseId": leaseID}
+	if opts != nil {
+		params["options"] = opts
+	}
+	return invoke[browser.PageWindow](t, f.r.ReadPage, f.c, params)
+}
+
+// readAll reads every window of a reading and counts each button and text.
+func readAll(t *testing.T, f *fixture, leaseID string, opts map[string]any) (ws []browser.PageWindow, buttons, texts map[string]int) {
+	t.Helper()
+	buttons, texts = map[string]int{}, map[string]int{}
+	for {
+		w, err := readWindow(t, f, leaseID, opts)
+		if err != nil {
+			t.Fatalf("window %d: %v", len(ws), err)
+		}
+		if w.Page.Index != len(ws) || w.Truncated != (w.Page.Continuation != "" || w.Page.Incomplete) || len(w.Nodes)+len(w.Text) > browser.MaxWindowEntries {
+			t.Fatalf("window %d: %+v", len(ws), w.Page)
+		}
+		ws = append(ws, w)
+		for _, n := range w.Nodes {
+			if n.Role == "button" {
+				buttons[n.Name]++
+			}
+		}
+		for _, s := range w.Text {
+			texts[s]++
+		}
+		if w.Page.Continuation == "" {
+			return ws, buttons, texts
+		}
+		opts = map[string]any{"continuation": w.Page.Continuation}
+		if root, ok := w.Scope.RootRef, w.Scope.Kind == "subtree"; ok {
+			opts["rootRef"] = root
+		}
+	}
+}
+
+func TestReadPage(t *testing.T) {
+	t.Parallel()
+	f, l := newBigPage(t, Config{}, 3, 40)
+	ws, buttons, texts := readAll(t, f, l.ID, nil)
+	if len(ws) < 3 || len(buttons) != 120 || len(texts) != 120 {
+		t.Fatalf("%d windows, %d buttons, %d texts", len(ws), len(buttons), len(texts))
+	}
+	for name, n := range buttons {
+		if n != 1 || texts[name] != 1 {
+			t.Fatalf("%s read %d times, its text %d times", name, n, texts[name])
+		}
+	}
+	if w := ws[0]; w.Tab != l.Tab || w.URL != pageURL || w.DocumentEpoch != "F:L1" || w.Scope.Kind != "document" || w.Page.Incomplete {
+		t.Fatalf("first window %+v", w)
+	}
+	pages := f.p.sent(browser.ProviderAXPage)
+	first, second := pages[0].(*requestParams[pageRequest]), pages[1].(*requestParams[pageRequest])
+	if first.Request.MaxNodes != windowNodes || first.Request.After != nil || first.Request.BackendNodeID != 0 || first.Lease.ID != l.ID ||
+		len(second.Request.After) < 2 || second.Request.After[0] != "1" {
+		t.Fatalf("ax.page sent %+v then %+v", first.Request, second.Request)
+	}
+
+	t.Run("a region", func(t *testing.T) {
+		w, err := readWindow(t, f, l.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		group := refOf(t, w.Nodes, "region", "Group 2")
+		ws, buttons, _ := readAll(t, f, l.ID, map[string]any{"rootRef": group})
+		if len(buttons) != 40 || buttons["Item 41"] != 1 || buttons["Item 80"] != 1 || ws[0].Scope.Kind != "subtree" || ws[0].Scope.RootRef != group {
+			t.Fatalf("Group 2 read as %v, scope %+v", buttons, ws[0].Scope)
+		}
+		// The root element changed its name: the region is not the one named.
+		f.p.page.edit(func(pg *fakePage) {
+			pg.nodes[slices.IndexFunc(pg.nodes, func(n fakeNode) bool { return n.id == "g2" })].Name = "Renamed"
+		})
+		defer f.p.page.edit(func(pg *fakePage) {
+			pg.nodes[slices.IndexFunc(pg.nodes, func(n fakeNode) bool { return n.id == "g2" })].Name = "Group 2"
+		})
+		if _, err := readWindow(t, f, l.ID, map[string]any{"rootRef": group}); !isCode(err, wire.CodeStaleTarget) {
+			t.Fatalf("a renamed root: %v, want STALE_TARGET", err)
+		}
+		if _, err := readWindow(t, f, l.ID, map[string]any{"rootRef": "r-unknown"}); !isCode(err, wire.CodeStaleTarget) {
+			t.Fatalf("an unknown root: %v, want STALE_TARGET", err)
+		}
+	})
+
+	t.Run("continuations", func(t *testing.T) {
+		w, err := readWindow(t, f, l.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := map[string]any{"continuation": w.Page.Continuation}
+		if _, err := readWindow(t, f, l.ID, map[string]any{"continuation": w.Page.Continuation, "rootRef": refOf(t, w.Nodes, "region", "Group 1")}); !isCode(err, wire.CodeStaleTarget) {
+			t.Fatalf("a continuation with another root: %v", err)
+		}
+		if _, err := readWindow(t, f, l.ID, next); !isCode(err, wire.CodeStaleTarget) {
+			t.Fatalf("a continuation tried with another root is used up: %v", err)
+		}
+		w, _ = readWindow(t, f, l.ID, nil)
+		next = map[string]any{"continuation": w.Page.Continuation}
+		if _, err := readWindow(t, f, l.ID, next); err != nil {
+			t.Fatalf("first use: %v", err)
+		}
+		if _, err := readWindow(t, f, l.ID, next); !isCode(err, wire.CodeStaleTarget) {
+			t.Fatalf("second use: %v, want STALE_TARGET", err)
+		}
+		// Two minutes exactly, then past them.
+		w1, _ := readWindow(t, f, l.ID, nil)
+		w2, _ := readWindow(t, f, l.ID, nil)
+		f.clock.advance(browser.ContinuationTTL)
+		if _, err := readWindow(t, f, l.ID, map[string]any{"continuation": w1.Page.Continuation}); err != nil {
+			t.Fatalf("a continuation 2 minutes old: %v", err)
+		}
+		f.clock.advance(time.Nanosecond)
+		if _, err := readWindow(t, f, l.ID, map[string]any{"continuation": w2.Page.Continuation}); !isCode(err, wire.CodeStaleTarget) {
+			t.Fatalf("a continuation past 2 minutes: %v", err)
+		}
+		// Another session's continuation is not this one's (its lease is not).
+		if _, err := invoke[any](t, f.r.ReadPage, newFakeClient(2), map[string]any{"sessionId": "s", "leaseId": l.ID,
+			"options": map[string]any{"continuation": w.Page.Continuation}}); !isCode(err, wire.CodeLeaseRevoked) {
+			t.Fatalf("another connection: %v", err)
+		}
+	})
+
+	t.Run("eight open readings", func(t *testing.T) {
+		g, l := newBigPage(t, Config{}, 3, 40)
+		var open []string
+		for range browser.MaxTraversals {
+			w, err := readWindow(t, g, l.ID, nil)
+			if err != nil {
+				t.Fatalf("reading %d: %v", len(open)+1, err)
+			}
+			open = append(open, w.Page.Continuation)
+		}
+		if _, err := readWindow(t, g, l.ID, nil); !isCode(err, wire.CodeQueueFull) {
+			t.Fatalf("reading %d: %v, want QUEUE_FULL", browser.MaxTraversals+1, err)
+		}
+		for _, c := range open { // nothing was evicted
+			if _, err := readWindow(t, g, l.ID, map[string]any{"continuation": c}); err != nil {
+				t.Fatalf("an open reading: %v", err)
+			}
+		}
+	})
+
+	t.Run("the path changed", func(t *testing.T) {
+		g, l := newBigPage(t, Config{}, 3, 40)
+		w, _ := readWindow(t, g, l.ID, nil)
+		// The first window stops inside Group 2: take the group away.
+		g.p.page.edit(func(pg *fakePage) {
+			pg.nodes = slices.DeleteFunc(pg.nodes, func(n fakeNode) bool { return n.id == "g2" })
+		})
+		if _, err := readWindow(t, g, l.ID, map[string]any{"continuation": w.Page.Continuation}); !isCode(err, wire.CodeStaleTarget) {
+			t.Fatalf("a continuation through a removed region: %v, want STALE_TARGET", err)
+		}
+	})
+
+	t.Run("the document changed", func(t *testing.T) {
+		g, l := newBigPage(t, Config{}, 3, 40)
+		w, _ := readWindow(t, g, l.ID, nil)
+		g.p.page.edit(func(pg *fakePage) { pg.epoch = "F:L2" })
+		if _, err := readWindow(t, g, l.ID, map[string]any{"continuation": w.Page.Continuation}); !isCode(err, wire.CodeStaleTarget) {
+			t.Fatalf("a continuation into a new document: %v, want STALE_TARGET", err)
+		}
+		// A new reading starts on the new document.
+		if w, err := readWindow(t, g, l.ID, nil); err != nil || w.DocumentEpoch != "F:L2" {
+			t.Fatalf("a new reading: %+v %v", w, err)
+		}
+		g.p.page.edit(func(pg *fakePage) { pg.url = "https://elsewhere.test/" })
+		if _, err := readWindow(t, g, l.ID, nil); !isCode(err, wire.CodeLeaseRevoked) {
+			t.Fatalf("a page of another origin: %v, want LEASE_REVOKED", err)
+		}
+	})
+
+	t.Run("incomplete", func(t *testing.T) {
+		g, l := newBigPage(t, Config{}, 1, 3)
+		g.p.on(browser.ProviderAXPage, func(params any) (any, error) {
+			w, err := g.p.page.window(params.(*requestParams[pageRequest]).Request)
+			w.Truncated = true
+			return w, err
+		})
+		w, err := readWindow(t, g, l.ID, nil)
+		if err != nil || !w.Page.Incomplete || !w.Truncated || w.Page.Continuation != "" {
+			t.Fatalf("an incomplete last window: %+v %v", w.Page, err)
+		}
+	})
+}
+
+func TestReadPageInFrame(t *testing.T) {
+	t.Parallel()
+	f, l, frames := frameFixture(t)
+	f.p.page.docs["C"].edit(func(pg *fakePage) {
+		for i := range 120 {
+			pg.add(fmt.Sprint("x", i), "1", axNode{BackendNodeID: int64(1000 + i), Role: "StaticText", Name: fmt.Sprint("Line ", i)})
+		}
+	})
+	sel := selector(frames[1])
+	w, err := readWindow(t, f, l.ID, map[string]any{"frame": sel})
+	if err != nil || w.Scope.Kind != "frame" || w.Scope.FrameID != frames[1].ID || w.DocumentEpoch != "C:LC1" || w.Page.Continuation == "" {
+		t.Fatalf("a frame's first window %+v %v", w, err)
+	}
+	if sent := f.p.sent(browser.ProviderAXPage)[0].(*requestParams[pageRequest]).Request.Frame; sent == nil || *sent != (frameDocument{"C", "LC1"}) {
+		t.Fatalf("ax.page sent frame %+v", sent)
+	}
+	// The continuation is bound to the frame.
+	if _, err := readWindow(t, f, l.ID, map[string]any{"continuation": w.Page.Continuation}); !isCode(err, wire.CodeStaleTarget) {
+		t.Fatalf("a frame's continuation without the frame: %v", err)
+	}
+	w, _ = readWindow(t, f, l.ID, map[string]any{"frame": sel})
+	if next, err := readWindow(t, f, l.ID, map[string]any{"frame": sel, "continuation": w.Page.Continuation}); err != nil || next.Page.Index != 1 {
+		t.Fatalf("the frame's second window %+v %v", next.Page, err)
+	}
+	if _, err := readWindow(t, f, l.ID, map[string]any{"frame": selector(frames[0])}); !isCode(err, wire.CodeInvalidRequest) {
+		t.Fatalf("the main frame as a frame: %v", err)
+	}
+
+	// Without ax.read-frame.v1 the provider is not asked.
+	g, l2, frames2 := frameFixture(t, append(browser.Required(), browser.CapAXPage, browser.CapFramesList)...)
+	if _, err := readWindow(t, g, l2.ID, map[string]any{"frame": selector(frames2[1])}); !isCode(err, wire.CodeUnsupportedCapability) {
+		t.Fatalf("a frame reading without ax.read-frame.v1: %v", err)
+	}
+	if g.p.count(browser.ProviderAXPage) != 0 {
+		t.Fatal("ax.page was sent")
 	}
 }
