@@ -432,12 +432,18 @@ func TestActDurable(t *testing.T) {
 	if first.Dispatch != "observed" || a.inputs() != 1 {
 		t.Fatalf("%+v", first)
 	}
-	// The same key on a new connection (a reconnect): the retained answer.
+	// The owner's retry: the retained answer.
+	res := must[browser.ActionResult](t, a.r.Act, a.c, map[string]any{"sessionId": "s", "request": req})
+	if res.Dispatch != "observed" || res.Code != "" || res.Observation == nil || a.inputs() != 1 {
+		t.Fatalf("the owner's retry %+v after %d inputs", res, a.inputs())
+	}
+	// The same key on a new connection (a reconnect, or another program):
+	// it does not own the lease, so it learns what happened, not the page.
 	again := newFakeClient(2)
 	again.journalKey = key
 	a.h.connect(again)
-	res := must[browser.ActionResult](t, a.r.Act, again, map[string]any{"sessionId": "s", "request": req})
-	if res.Dispatch != "observed" || res.Code != "" || a.inputs() != 1 {
+	res = must[browser.ActionResult](t, a.r.Act, again, map[string]any{"sessionId": "s", "request": req})
+	if res.Code != wire.CodeRecoveryRequired || res.Observation != nil || a.inputs() != 1 {
 		t.Fatalf("a retry on a new connection %+v after %d inputs", res, a.inputs())
 	}
 	changed := a.request("d1", map[string]any{"kind": "fill", "ref": a.ref("textbox", "Your name"), "text": "Bob"})

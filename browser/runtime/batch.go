@@ -104,10 +104,7 @@ func (b *batch) run(ctx context.Context, timeout time.Duration) (*browser.BatchR
 			if rec.Hash != b.idt.hash {
 				return nil, wire.Err(wire.CodeRequestIDConflict)
 			}
-			r.mu.Lock()
-			cached := r.results.get(b.idt.id)
-			r.mu.Unlock()
-			if cached != nil { // the first answer, while it is retained
+			if cached := r.cachedFor(b.owner, req.LeaseID, b.idt.id); cached != nil { // the first answer, while it is retained, to its lease's owner
 				return batchRecovered(cached, len(req.Steps)), nil
 			}
 			return batchRecovered(recovered(req.RequestID, rec), len(req.Steps)), nil
