@@ -32,8 +32,8 @@ func decodeObject(data []byte, field string) (object, error) {
 	if !isObject(data) {
 		return nil, invalid(field, "must be a JSON object")
 	}
-	var obj object
-	if err := json.Unmarshal(data, &obj); err != nil {
+	obj, err := splitObject(data)
+	if err != nil {
 		return nil, invalid(field, "is not valid JSON")
 	}
 	return obj, nil
@@ -72,8 +72,11 @@ func rawString(raw json.RawMessage, field string) (string, error) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", invalid(field, "must be a string")
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if len(raw) < 2 || raw[len(raw)-1] != '"' {
+		return "", invalid(field, "must be a string")
+	}
+	s, err := unquote(raw) // raw is a whole JSON string: splitObject checked it
+	if err != nil {
 		return "", invalid(field, "must be a string")
 	}
 	return s, nil
