@@ -338,7 +338,7 @@ func (c *Conn) accept(env *wire.Envelope) error {
 func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Request) {
 	defer c.handlers.Done()
 	value, err := c.handler.Handle(ctx, req)
-	if code := CodeOf(err); code == wire.CodeInternalError {
+	if err != nil && CodeOf(err) == wire.CodeInternalError {
 		if _, typed := errors.AsType[*wire.Error](err); !typed {
 			// An error no handler turned into a code: say what it was here,
 			// where it becomes INTERNAL_ERROR, or it is lost.
