@@ -528,6 +528,9 @@ func TestUnexpectedErrorLogged(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logBuf, nil))
 	a, b := socketPair(t)
 	srv := rpc.New(a, handlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
+		if req.Method == "fine" {
+			return "ok", nil
+		}
 		return nil, errors.New("disk on fire")
 	}), rpc.Limits{}, log)
 	go srv.Run()
@@ -535,13 +538,16 @@ func TestUnexpectedErrorLogged(t *testing.T) {
 	go cli.Run()
 	defer cli.Close()
 	defer srv.Close()
+	if _, err := cli.Call(context.Background(), "fine", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
 	_, err := cli.Call(context.Background(), "m", map[string]any{})
 	if rpc.CodeOf(err) != wire.CodeInternalError {
 		t.Fatalf("err %v, want INTERNAL_ERROR", err)
 	}
 	srv.Close()
 	<-srv.Closed()
-	if !strings.Contains(logBuf.String(), "disk on fire") || !strings.Contains(logBuf.String(), "level=ERROR") {
+	if strings.Count(logBuf.String(), "level=ERROR") != 1 || !strings.Contains(logBuf.String(), "disk on fire") {
 		t.Fatalf("log %q: want the cause at error level", logBuf.String())
 	}
 }
