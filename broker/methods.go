@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 	"time"
 
@@ -158,6 +159,7 @@ type Status struct {
 	Pending            []StatusConnection         `json:"pendingConnections"`
 	StartedAt          time.Time                  `json:"startedAt"`
 	Connections        int                        `json:"connections"`
+	Goroutines         int                        `json:"goroutines"` // the daemon's, for spotting leaks
 	Capabilities       []string                   `json:"capabilities"`
 	Providers          map[string]int             `json:"providers"` // connected, by kind
 	Services           map[string]json.RawMessage `json:"services"`
@@ -178,6 +180,7 @@ func (s *Server) status(params json.RawMessage) (any, error) {
 		Pending:            s.pendingList(),
 		StartedAt:          s.started.UTC().Truncate(time.Second),
 		Connections:        int(s.sockets.Load()),
+		Goroutines:         runtime.NumGoroutine(),
 		Capabilities:       slices.Clone(s.caps),
 		Providers:          make(map[string]int),
 		Services:           make(map[string]json.RawMessage),
