@@ -116,3 +116,13 @@ func Queued(j *Journal) int {
 
 // Syncs is how many times the log was synced.
 func Syncs(j *Journal) int64 { return j.syncs.Load() }
+
+// ParseFrame parses the frame at the start of data: its sequence numbers
+// and entries, and its padded length (0 when it is not a valid frame).
+func ParseFrame(data, secret []byte, gen uint64) (seq, synced uint64, entries []walEntry, n int) {
+	fr, ok := parseFrame(data, secret, gen)
+	if !ok {
+		return 0, 0, nil, 0
+	}
+	return fr.seq, fr.synced, fr.entries, fr.len
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 )
 
 // The write-ahead log: a file of fixed size, zero-filled when it is made,
@@ -116,6 +117,11 @@ func parseFrame(data, secret []byte, gen uint64) (frame, bool) {
 		return frame{}, false
 	}
 	f.len = (frameHeader + plen + macSize + frameAlign - 1) / frameAlign * frameAlign
+	// A frame is written whole, with its padding, which must be zeros: so
+	// a frame has one encoding, and no byte of it goes unchecked.
+	if f.len > len(data) || slices.ContainsFunc(data[frameHeader+plen+macSize:f.len], func(b byte) bool { return b != 0 }) {
+		return frame{}, false
+	}
 	return f, true
 }
 
