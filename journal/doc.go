@@ -71,10 +71,11 @@
 //     migration itself.
 //   - If that secret is not the one it was written with (or there is
 //     none), its records cannot be verified and are never trusted: the file
-//     is moved aside to journal.db.legacy-<time> (kept, not deleted), a new
-//     journal is started, and [Status].Notice and the log say so. Retries of
-//     actions recorded only there are no longer recognized; their clients
-//     did not survive the reboot that changed the token either.
+//     is moved aside to journal.db.legacy-<time> (kept, not deleted), a
+//     new journal is started, and the Notice of [Status] and the log say
+//     so. Retries of actions recorded only there are no longer recognized
+//     (after a reboot or a logout, the clients that could send them are
+//     gone too).
 //   - A file of the first format that fails its checks under its own
 //     token is damaged, and refused as below.
 //

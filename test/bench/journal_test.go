@@ -393,7 +393,8 @@ func TestActionBenchPaths(t *testing.T) {
 //
 // It reports actions/s (for op=fsync and op=fdatasync, syncs/s) and the
 // latency of one action (ms/op-p50, ms/op-p99); ns/op is the wall time per
-// action. BENCHMARKS.md ("Action journal") has the figures and commands.
+// action. op=action-vs-fsync interleaves the two that the journal's target
+// compares (see benchActionVsFsync). BENCHMARKS.md ("Action journal") has the figures and commands.
 func BenchmarkJournal(b *testing.B) {
 	syncOp := func(sync func(*os.File) error) func(*testing.B) {
 		return func(b *testing.B) {
@@ -425,6 +426,7 @@ func BenchmarkJournal(b *testing.B) {
 	}{
 		{"op=fsync", syncOp((*os.File).Sync)},
 		{"op=fdatasync", syncOp(func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) })},
+		{"op=action-vs-fsync", benchActionVsFsync},
 	}
 	for _, n := range actClientCounts {
 		for _, st := range journalStyles {
@@ -440,6 +442,71 @@ func BenchmarkJournal(b *testing.B) {
 	for _, op := range ops {
 		b.Run(op.name, op.run)
 	}
+}
+
+// benchActionVsFsync alternates, in one loop, a bare fsync of a record's
+// size and one durable action through the journal (one client), which
+// goes first changing every time: both see the disk at the same moments,
+// so their ratio holds on a disk whose speed drifts. It reports both
+// medians and means, and the ratios (x-p50, x-mean: action ÷ fsync).
+func benchActionVsFsync(b *testing.B) {
+	dir := b.TempDir()
+	f, err := os.OpenFile(filepath.Join(dir, "f"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	j := journalStyles[0].open(b, filepath.Join(dir, "journal.db"))
+	defer j.Close()
+	buf := make([]byte, 300)
+	h := sha256.Sum256([]byte("payload"))
+	var syncs, actions []time.Duration
+	fsync := func() {
+		t0 := time.Now()
+		if _, err := f.WriteAt(buf, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		syncs = append(syncs, time.Since(t0))
+	}
+	act := func(i int) {
+		k := journal.Key{Scope: "k\x00s", RequestID: fmt.Sprint("r", i)}
+		t0 := time.Now()
+		if err := j.Reserve(k, h, "click"); err != nil {
+			b.Fatal(err)
+		}
+		if err := j.Settle(k, journal.OutcomeSucceeded, journal.DispatchObserved); err != nil {
+			b.Fatal(err)
+		}
+		actions = append(actions, time.Since(t0))
+	}
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			fsync()
+			act(i)
+		} else {
+			act(i)
+			fsync()
+		}
+		i++
+	}
+	mean := func(d []time.Duration) float64 {
+		var sum time.Duration
+		for _, x := range d {
+			sum += x
+		}
+		return float64(sum) / float64(len(d))
+	}
+	slices.Sort(syncs)
+	slices.Sort(actions)
+	p50 := func(d []time.Duration) float64 { return float64(d[(len(d)-1)/2]) / float64(time.Millisecond) }
+	b.ReportMetric(p50(actions), "action-ms-p50")
+	b.ReportMetric(p50(syncs), "fsync-ms-p50")
+	b.ReportMetric(p50(actions)/p50(syncs), "x-p50")
+	b.ReportMetric(mean(actions)/mean(syncs), "x-mean")
 }
 
 // durableJournal is what BenchmarkJournal drives: Reserve, then Settle.
