@@ -13,182 +13,113 @@ import (
 	"github.com/dsh-browser/broker/internal/failpoint"
 )
 
-// The group commit. Every write goes through do: the caller queues an op
-// and waits. When no one is leading, the caller leads: it takes the whole
-// queue and writes it as one frame of the write-ahead log, synced once if
-// any op in it needs that; ops that arrive meanwhile queue up for the
-// next leader, so concurrent actions share syncs without anyone waiting
-// on a timer. A checkpoint (when the log is full, and to compact or
-// close) writes the records to the database instead, in one bbolt
-// transaction. Only the leader touches the files.
-//
-// An outcome (Settle) is done once its frame is written, a reservation
-// (Reserve) once it is synced: so a sync is paid once per action, by its
-// reservation, and shared with every write queued behind it.
+// The group commit. Writes and syncs are separate. A write appends one
+// frame to the log, under wmu, and never waits for a sync: frames are only
+// appended, so a frame written while a sync is in progress cannot disturb
+// the frames that sync covers. A sync is shared: a caller that needs its
+// frame on disk (Reserve) waits for the sync in progress, if any, and
+// then, unless that one covered its frame, starts the next, which covers
+// every frame written until it starts. So an outcome (Settle) costs a
+// write, a reservation a write and at most one sync of its own, and
+// concurrent reservations share syncs, with no timer and no delay for a
+// lone writer. A checkpoint (when the log is full, to compact, to close)
+// writes the records to the database instead, in one bbolt transaction.
 
-// wal is the open write-ahead log: where the next frame goes. Owned by
-// the leader.
+// wal is the open write-ahead log. Guarded by wmu.
 type wal struct {
-	path   string
-	f      *os.File
-	fd     int
-	size   int64
-	gen    uint64 // the current generation, as the database records it
-	seq    uint64 // of the last frame written
-	synced uint64 // of the last frame synced
-	off    int64  // where the next frame goes
+	path string
+	f    *os.File
+	fd   int
+	size int64
+	gen  uint64 // the current generation, as the database records it
+	seq  uint64 // of the last frame written in this generation
+	base uint64 // frames written before this generation (see Journal.frames)
+	off  int64  // where the next frame goes
 }
 
-type opKind int
-
-const (
-	opReserve opKind = iota // write and sync
-	opSettle                // write
-	opCompact               // checkpoint, deleting expired records
-	opClose                 // checkpoint, then close the files
-)
-
-// op is one queued write. done and err are guarded by qmu.
-type op struct {
-	kind    opKind
-	entry   walEntry // reserve, settle
-	removed int      // compact: records deleted
-	done    bool
-	err     error
+// write appends e to the log as one frame, or, if the log is full,
+// checkpoints it into the database. With sync it returns once e is on
+// disk. what names the write in a Problem.
+func (j *Journal) write(e walEntry, sync bool, what string) error {
+	j.wmu.Lock()
+	n, err := j.writeLocked(e, what)
+	j.wmu.Unlock()
+	if err != nil || !sync {
+		return err
+	}
+	return j.syncThrough(n, what)
 }
 
-// do queues o and returns once it is done: by another leader, or by this
-// caller leading.
-func (j *Journal) do(o *op) error {
-	j.qmu.Lock()
-	j.queue = append(j.queue, o)
-	for j.leading && !o.done {
-		j.qcond.Wait()
-	}
-	if o.done {
-		j.qmu.Unlock()
-		return o.err
-	}
-	j.leading = true
-	batch := j.queue
-	j.queue = nil
-	j.qmu.Unlock()
-
-	j.lead(batch)
-
-	j.qmu.Lock()
-	j.leading = false
-	j.qcond.Broadcast() // a queued op's caller leads next
-	err := o.err
-	j.qmu.Unlock()
-	return err
-}
-
-// finish marks the ops of batch that match done, with err.
-func (j *Journal) finish(batch []*op, err error, match func(*op) bool) {
-	j.qmu.Lock()
-	for _, o := range batch {
-		if !o.done && (match == nil || match(o)) {
-			o.done, o.err = true, err
-		}
-	}
-	j.qcond.Broadcast()
-	j.qmu.Unlock()
-}
-
-func isSettle(o *op) bool { return o.kind == opSettle }
-
-// lead writes batch. Every op in it is done when lead returns.
-func (j *Journal) lead(batch []*op) {
-	var data []walEntry
-	sync, compact, closing := false, false, false
-	for _, o := range batch {
-		switch o.kind {
-		case opReserve:
-			sync = true
-			data = append(data, o.entry)
-		case opSettle:
-			data = append(data, o.entry)
-		case opCompact:
-			compact = true
-		case opClose:
-			closing = true
-		}
-	}
-	if j.closed {
-		j.finish(batch, unavailable(j.state()), nil)
-		return
-	}
+// writeLocked is write's part under wmu. It returns the frame's number
+// among all the frames written (0 if it went to the database).
+func (j *Journal) writeLocked(e walEntry, what string) (uint64, error) {
 	if p := j.state(); p != nil {
-		if closing {
-			j.closeFiles()
-		}
-		j.finish(batch, unavailable(p), nil)
-		return
+		return 0, unavailable(p)
 	}
-	if !compact && !closing && j.writeFrame(batch, data, sync) {
-		return
-	}
-	// A checkpoint: to compact or close, or because the frame does not
-	// fit in the log. The batch's records go to the database with it.
-	for _, e := range data {
-		j.written[[keySize]byte(e.key)] = e.val
-	}
-	removed, err := j.checkpoint(compact)
-	for _, o := range batch {
-		o.removed = removed
-	}
-	if closing {
-		if cerr := j.closeFiles(); err == nil {
-			err = cerr
-		}
-		j.setClosed()
-	}
-	j.finish(batch, err, nil)
-}
-
-// writeFrame appends data to the log as one frame, and syncs it if sync.
-// It reports false, having done nothing, when the frame does not fit.
-func (j *Journal) writeFrame(batch []*op, data []walEntry, sync bool) bool {
 	w := j.wal
+	data := []walEntry{e}
 	if w.off+int64(frameLen(data)) > w.size {
-		return false
+		j.written[[keySize]byte(e.key)] = e.val
+		_, err := j.checkpoint(false)
+		return 0, err
 	}
-	what := "recording an outcome"
-	if sync {
-		what = "recording an action"
-	}
-	j.buf = appendFrame(j.buf[:0], j.key, w.gen, w.seq+1, w.synced, data)
+	j.smu.Lock()
+	synced := max(j.durable, w.base) - w.base // of this generation's frames
+	j.smu.Unlock()
+	j.buf = appendFrame(j.buf[:0], j.key, w.gen, w.seq+1, synced, data)
 	if _, err := w.f.WriteAt(j.buf, w.off); err != nil {
-		j.finish(batch, j.poison(what, err), nil)
-		return true
+		return 0, j.poison(what, err)
 	}
 	failpoint.Hit("journal-written")
 	w.seq++
 	w.off += int64(len(j.buf))
-	for _, e := range data {
-		j.written[[keySize]byte(e.key)] = e.val
+	j.written[[keySize]byte(e.key)] = e.val
+	j.smu.Lock()
+	j.frames++
+	n := j.frames
+	j.smu.Unlock()
+	return n, nil
+}
+
+// syncThrough returns once frame n (see writeLocked) is on disk: synced by
+// a sync that started after it was written, or written to the database by
+// a checkpoint.
+func (j *Journal) syncThrough(n uint64, what string) error {
+	j.smu.Lock()
+	defer j.smu.Unlock()
+	for j.durable < n {
+		if p := j.state(); p != nil {
+			return unavailable(p)
+		}
+		if j.syncing {
+			j.scond.Wait()
+			continue
+		}
+		j.syncing = true
+		target := j.frames // every frame written so far
+		j.smu.Unlock()
+		err := unix.Fdatasync(j.wal.fd)
+		if err == nil {
+			failpoint.Hit("journal-synced")
+		}
+		j.smu.Lock()
+		j.syncing = false
+		j.scond.Broadcast()
+		if err != nil {
+			return j.poison(what, err)
+		}
+		j.syncs.Add(1)
+		j.durable = max(j.durable, target)
 	}
-	j.finish(batch, nil, isSettle) // an outcome waits for the write only
-	if !sync {
-		return true
-	}
-	if err := unix.Fdatasync(w.fd); err != nil {
-		j.finish(batch, j.poison(what, err), nil)
-		return true
-	}
-	j.syncs.Add(1)
-	failpoint.Hit("journal-synced")
-	w.synced = w.seq
-	j.finish(batch, nil, nil)
-	return true
+	return nil
 }
 
 // checkpoint writes the records the log holds to the database, deletes
 // the expired ones if compact, and starts the log's next generation, all
 // in one bbolt transaction: after a crash before its commit the log is
 // replayed as it is, after it the log's frames (of the previous
-// generation) are ignored. It returns how many records it deleted.
+// generation) are ignored. It returns how many records it deleted. wmu is
+// held.
 func (j *Journal) checkpoint(compact bool) (int, error) {
 	var expired [][keySize]byte
 	dropLegacy := false
@@ -227,7 +158,12 @@ func (j *Journal) checkpoint(compact bool) (int, error) {
 		return 0, j.poison("writing the journal's records to its database", err)
 	}
 	failpoint.Hit("journal-checkpointed")
-	j.wal.gen, j.wal.seq, j.wal.synced, j.wal.off = next, 0, 0, 0
+	j.smu.Lock()
+	j.durable = j.frames // every frame written so far is in the database now
+	j.scond.Broadcast()
+	j.wal.base = j.frames
+	j.smu.Unlock()
+	j.wal.gen, j.wal.seq, j.wal.off = next, 0, 0
 	clear(j.written)
 	if len(expired) > 0 {
 		j.log.Info("journal compacted", "removed", len(expired), "entries", j.Status().Entries)
@@ -260,8 +196,27 @@ func (j *Journal) expire() (expired [][keySize]byte, dropLegacy bool) {
 	return expired, dropLegacy
 }
 
-// closeFiles closes the database and the log (those that are open).
+// Compact deletes the records past retention: settled records whose
+// outcome is older than Retention, and reserved records reserved longer
+// ago than Retention. It returns how many it deleted, once the deletion is
+// durable (it is a checkpoint). A failure makes the journal unavailable.
+func (j *Journal) Compact() (int, error) {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
+	if p := j.state(); p != nil {
+		return 0, unavailable(p)
+	}
+	return j.checkpoint(true)
+}
+
+// closeFiles closes the database and the log (those that are open), once
+// no sync is in progress. wmu is held, or the Journal not yet shared.
 func (j *Journal) closeFiles() error {
+	j.smu.Lock()
+	for j.syncing {
+		j.scond.Wait()
+	}
+	j.smu.Unlock()
 	var errs []error
 	if j.wal != nil {
 		errs = append(errs, j.wal.f.Close())
@@ -284,18 +239,23 @@ func (j *Journal) setClosed() {
 	j.mu.Unlock()
 }
 
-// Close waits for the writes in progress, writes the log's records to the
+// Close waits for the write in progress, writes the log's records to the
 // database (so the next Open has nothing to replay), then closes the files
 // and releases the lock. Afterwards the journal is unavailable. Close is
 // idempotent.
 func (j *Journal) Close() error {
-	if j.db == nil { // Open failed before the database was opened
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
+	if j.closed || j.db == nil {
 		j.setClosed()
 		return nil
 	}
-	err := j.do(&op{kind: opClose})
-	if _, ok := errors.AsType[*Problem](err); ok {
-		return nil // unavailable before: already said
+	if j.state() == nil {
+		j.checkpoint(false) // a failure poisons the journal and is logged there
 	}
-	return err
+	j.setClosed() // a caller waiting for a sync gives up
+	j.smu.Lock()
+	j.scond.Broadcast()
+	j.smu.Unlock()
+	return j.closeFiles()
 }

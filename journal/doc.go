@@ -89,23 +89,28 @@
 // reservation Reserve acknowledged, so nothing ever reports "not
 // dispatched" for an action that was.
 //
-// Writes go to the write-ahead log first, as a group commit. A writer
-// queues its record and waits; when no write is in progress it leads: it
-// takes the whole queue, appends it as one frame (one write), and, if the
-// queue holds a reservation, fdatasyncs once. Writers that arrive
-// meanwhile queue for the next leader. So a durable action costs one
-// fdatasync on its critical path (its reservation's; its outcome rides on
-// the next sync), and concurrent actions share syncs with no timer and no
-// delay for a lone writer. The log is zero-filled to its fixed size (1 MiB)
-// when it is made, so a frame's fdatasync writes data only, never the
-// file's size or blocks. A frame is
+// Writes go to the write-ahead log first, as a group commit that keeps
+// writes and syncs apart. A write appends one frame to the log (one
+// pwrite, under a lock) and never waits for a sync; a reservation then
+// waits until a sync that started after its write has finished: the one
+// in progress, if it started in time, or the next, which it starts itself
+// unless another waiter already has. One sync covers every frame written
+// before it started, so concurrent reservations share syncs, with no
+// timer and no delay for a lone writer, and an outcome costs a write only.
+// A durable action costs one fdatasync on its critical path, its
+// reservation's; its outcome rides on the next sync. Frames are only
+// appended, so a frame written while a sync is in progress cannot disturb
+// the frames that sync covers. The log is zero-filled to its fixed size
+// (1 MiB) when it is made, so a frame's fdatasync writes data only, never
+// the file's size or blocks. A frame is
 //
-//	"DJW1" | generation | sequence | last synced sequence | count | length | entries | MAC
+//	"DJW1" | generation | sequence | last synced sequence | count | length | entries | MAC | zero padding
 //
-// with the MAC (HMAC-SHA256 under the key) over all of it, padded to
-// 512-byte sectors; an entry is a record's database key and value as
-// above. Lookup reads an index of every record that the journal keeps in
-// memory (10,000 records at most) and never touches the disk.
+// with the MAC (HMAC-SHA256 under the key) over all but the padding, and
+// the padding up to a 512-byte sector; an entry is a record's database
+// key and value as above. Lookup reads an index of every record that the
+// journal keeps in memory (10,000 records at most) and never touches the
+// disk.
 //
 // When the log is full, on Compact, on Close and at Open, a checkpoint
 // writes every record the log holds to the database in one bbolt
@@ -114,10 +119,9 @@
 // advances the log's generation, which makes its frames obsolete: a crash
 // before the commit replays the log as it was, after it ignores it. Open
 // replays the frames of the current generation in order, then
-// checkpoints. Frames are only appended, and the only frames a crash can
-// leave torn are those written after the last sync, whose reservations
-// were never acknowledged: replay stops at the first frame that does not
-// verify, and drops the rest.
+// checkpoints. The only frames a crash can leave torn are those written
+// after the last sync, whose reservations were never acknowledged: replay
+// stops at the first frame that does not verify, and drops the rest.
 //
 // The database is locked (flock) for as long as a Journal has it open;
 // the key and the log are used only under that lock. A second broker on
@@ -187,12 +191,13 @@
 //
 // # Locking
 //
-// The leader of a group commit is the only one to touch the files;
-// leadership passes under qmu, which guards the queue. The mutex guarding
-// the index and the Journal's state is a leaf: no I/O and no other lock is
-// taken while it is held, and it is never held with qmu. Reserve checks
-// for a duplicate and inserts its record into the index in one step under
-// it, so of two concurrent reservations of one action exactly one is
+// One mutex serializes the writes to the files (appending a frame, a
+// checkpoint, closing); another guards the sync state, and a sync runs
+// under neither. The mutex guarding the index and the Journal's state is a
+// leaf: no I/O and no other lock is taken while it is held. The lock order
+// is: write mutex, sync mutex, state mutex. Reserve checks for a duplicate
+// and inserts its record into the index in one step under the state
+// mutex, so of two concurrent reservations of one action exactly one is
 // recorded; a Lookup sees a reservation from then on, before it is
 // synced, which says "it may have been dispatched", as it must. The
 // journal never calls out, so callers may hold their own locks, but

@@ -35,10 +35,10 @@ func WithWALSize(o Options, n int64) Options {
 // Key returns the journal's key.
 func (j *Journal) Key() []byte { return j.key }
 
-// WALState is where the log's next frame goes, its generation and the
-// last frames written and synced. No write may be in flight.
+// WALState is where the log's next frame goes, its generation, and the
+// last of its frames written and synced. No write may be in flight.
 func WALState(j *Journal) (off int64, gen, seq, synced uint64) {
-	return j.wal.off, j.wal.gen, j.wal.seq, j.wal.synced
+	return j.wal.off, j.wal.gen, j.wal.seq, max(j.durable, j.wal.base) - j.wal.base
 }
 
 // Abandon closes the journal's files without a checkpoint, as a process
@@ -88,30 +88,29 @@ func Fill(j *Journal, scope string, n int) error {
 	return nil
 }
 
-// HoldLead makes the next leader wait, after taking its batch, until
-// release is closed; entered is closed when it does. The test queues more
-// writes meanwhile, which the following leader takes in one batch.
-func HoldLead(j *Journal) (entered chan struct{}, release chan struct{}) {
-	entered, release = make(chan struct{}), make(chan struct{})
-	j.qmu.Lock()
-	j.leading = true
-	j.qmu.Unlock()
+// HoldSync makes the log look busy syncing until release is closed: the
+// writes that need a sync meanwhile wait, and the first of them to go on
+// then syncs for all.
+func HoldSync(j *Journal) (release chan struct{}) {
+	release = make(chan struct{})
+	j.smu.Lock()
+	j.syncing = true
+	j.smu.Unlock()
 	go func() {
-		close(entered)
 		<-release
-		j.qmu.Lock()
-		j.leading = false
-		j.qcond.Broadcast()
-		j.qmu.Unlock()
+		j.smu.Lock()
+		j.syncing = false
+		j.scond.Broadcast()
+		j.smu.Unlock()
 	}()
-	return entered, release
+	return release
 }
 
-// Queued is how many writes wait for a leader.
-func Queued(j *Journal) int {
-	j.qmu.Lock()
-	defer j.qmu.Unlock()
-	return len(j.queue)
+// Frames is how many frames were written to the log.
+func Frames(j *Journal) uint64 {
+	j.smu.Lock()
+	defer j.smu.Unlock()
+	return j.frames
 }
 
 // Syncs is how many times the log was synced.

@@ -68,19 +68,21 @@ type Journal struct {
 	db   *bolt.DB // nil when Open failed; set once by Open
 	file *os.File // the file bbolt opened (tests break it to make writes fail)
 
-	// Group commit (commit.go): writers queue their record writes, and one
-	// of them at a time, the leader, writes the whole queue. qmu guards
-	// queue and leading; qcond signals a finished op or a free lead.
-	qmu     sync.Mutex
-	qcond   *sync.Cond
-	queue   []*op
-	leading bool
-
-	// Owned by the leader, and by Open before the Journal is shared.
+	// The group commit (commit.go). wmu serializes writes to the files:
+	// appending a frame, a checkpoint, closing. It guards the fields up to
+	// closed. Lock order: wmu, smu, mu.
+	wmu     sync.Mutex
 	wal     *wal
 	written map[[keySize]byte][]byte // values in the log since the last checkpoint
 	buf     []byte                   // the frame being written
 	closed  bool
+
+	// smu guards the sync state; scond signals a sync's end.
+	smu     sync.Mutex
+	scond   *sync.Cond
+	syncing bool         // a sync of the log is in progress
+	frames  uint64       // frames written to the log, all generations
+	durable uint64       // of those, how many are on disk (synced or checkpointed)
 	syncs   atomic.Int64 // of the log, for tests and benchmarks
 
 	// mu guards the fields below. It is a leaf: no I/O and no other lock
@@ -148,7 +150,7 @@ func Open(path string, opts Options) *Journal {
 	}
 	j := &Journal{path: path, opts: opts, log: opts.Logger.With("journal", path),
 		written: map[[keySize]byte][]byte{}, index: map[[keySize]byte]entry{}}
-	j.qcond = sync.NewCond(&j.qmu)
+	j.scond = sync.NewCond(&j.smu)
 	if p := j.open(); p != nil {
 		j.closeFiles()
 		j.problem = p
@@ -873,7 +875,7 @@ func (j *Journal) Reserve(k Key, hash [32]byte, kind string) error {
 	}
 	// Until the write is synced, a Lookup already sees the reservation:
 	// "it may have been dispatched", which is true of it too.
-	return j.do(&op{kind: opReserve, entry: walEntry{key: key, val: val}})
+	return j.write(walEntry{key: key, val: val}, true, "recording an action")
 }
 
 // settleGrowth bounds how much Settle grows a record: dispatch "unknown"
@@ -934,23 +936,10 @@ func (j *Journal) Settle(k Key, outcome, dispatch string) error {
 	}
 	j.putLocked(ik, entry{rec: rec, size: int64(len(key) + len(val))})
 	j.mu.Unlock()
-	return j.do(&op{kind: opSettle, entry: walEntry{key: key, val: val}})
+	return j.write(walEntry{key: key, val: val}, false, "recording an outcome")
 }
 
 func (j *Journal) now() time.Time { return time.Unix(0, j.opts.Now().UnixNano()).UTC() }
-
-// Compact deletes the records past retention: settled records whose
-// outcome is older than Retention, and reserved records reserved longer
-// ago than Retention. It returns how many it deleted, once the deletion is
-// durable (it is a checkpoint). A failure makes the journal unavailable.
-func (j *Journal) Compact() (int, error) {
-	if p := j.state(); p != nil {
-		return 0, unavailable(p)
-	}
-	o := &op{kind: opCompact}
-	err := j.do(o)
-	return o.removed, err
-}
 
 // Run compacts every CompactInterval until ctx is done. The broker runs it
 // in its own goroutine once the journal is open.

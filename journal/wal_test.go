@@ -48,41 +48,41 @@ func TestOneSyncPerAction(t *testing.T) {
 	}
 }
 
-// TestGroupCommit: writes that queue while a leader works are written as
-// one frame by the next leader, and share one sync.
+// TestGroupCommit: reservations written while a sync is in progress share
+// the next sync; an outcome never waits for a sync.
 func TestGroupCommit(t *testing.T) {
 	const n = 16
 	j := MustOpen(t, journalPath(t), journal.Options{})
-	run := func(what string, call func(id string) error) {
-		t.Helper()
-		before := journal.Syncs(j)
-		_, release := journal.HoldLead(j)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { errs[i] = call(fmt.Sprint("g", i)) })
-		}
-		for journal.Queued(j) < n {
-			time.Sleep(time.Millisecond)
-		}
-		close(release)
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("%s g%d: %v", what, i, err)
-			}
-		}
-		want := int64(1)
-		if what == "settle" {
-			want = 0
-		}
-		if got := journal.Syncs(j) - before; got != want {
-			t.Fatalf("%d concurrent %ss took %d syncs, want %d", n, what, got, want)
+	mustReserve(t, j, "s", "p")
+	before, frames := journal.Syncs(j), journal.Frames(j)
+	release := journal.HoldSync(j)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = j.Reserve(key(fmt.Sprint("g", i)), hashOf("p"), "click") })
+	}
+	for journal.Frames(j) < frames+n { // all written, all waiting for a sync
+		time.Sleep(time.Millisecond)
+	}
+	settled := make(chan error, 1)
+	go func() { settled <- j.Settle(key("s"), journal.OutcomeSucceeded, journal.DispatchObserved) }()
+	select {
+	case err := <-settled:
+		must(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Settle waits for the sync in progress")
+	}
+	close(release)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("g%d: %v", i, err)
 		}
 	}
-	run("reserve", func(id string) error { return j.Reserve(key(id), hashOf(id), "click") })
-	run("settle", func(id string) error { return j.Settle(key(id), journal.OutcomeSucceeded, journal.DispatchObserved) })
-	if st := j.Status(); st.Entries != n || st.Reserved != 0 {
+	if got := journal.Syncs(j) - before; got != 1 {
+		t.Fatalf("%d concurrent reservations took %d syncs, want 1", n, got)
+	}
+	if st := j.Status(); st.Entries != n+1 || st.Reserved != n {
 		t.Fatalf("status: %+v", st)
 	}
 }
@@ -307,41 +307,6 @@ func groupChild(path, prefix string) int {
 	}
 	wg.Wait()
 	return 0
-}
-
-// TestBatchLargerThanLog: a batch whose frame would not fit in the whole
-// log is checkpointed into the database instead; it is durable all the
-// same.
-func TestBatchLargerThanLog(t *testing.T) {
-	const n = 64 // 64 reservations of ~200 bytes: over 8 KiB
-	path := journalPath(t)
-	opts := journal.WithWALSize(journal.Options{}, 8192)
-	j := MustOpen(t, path, opts)
-	_, gen0, _, _ := journal.WALState(j)
-	_, release := journal.HoldLead(j)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { errs[i] = j.Reserve(key(fmt.Sprint("big", i)), hashOf("p"), "click") })
-	}
-	for journal.Queued(j) < n {
-		time.Sleep(time.Millisecond)
-	}
-	close(release)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("big%d: %v", i, err)
-		}
-	}
-	if _, gen, seq, _ := journal.WALState(j); gen != gen0+1 || seq != 0 || journal.Syncs(j) != 0 {
-		t.Fatalf("generation %d (from %d), frame %d, %d syncs: want one checkpoint and no frame", gen, gen0, seq, journal.Syncs(j))
-	}
-	journal.Abandon(j)
-	j = MustOpen(t, path, opts)
-	if st := j.Status(); st.Entries != n {
-		t.Fatalf("%d records after a crash, want %d", st.Entries, n)
-	}
 }
 
 // FuzzFrame: parsing arbitrary bytes as a log frame never panics, and a
