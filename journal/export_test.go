@@ -15,7 +15,6 @@ var (
 	DBKey       = dbKey
 	CheckValue  = checkValue
 	AppendFrame = appendFrame
-	FrameLen    = frameLen
 )
 
 // WALEntryT is a log entry, for AppendFrame.

@@ -136,7 +136,7 @@ func TestWALRefused(t *testing.T) {
 		}},
 		{"mode 0604", "has mode 0604", "chmod 600", func(t *testing.T, wal string) { must(t, os.Chmod(wal, 0o604)) }},
 		{"hard link", "2 hard links", "broker journal reset", func(t *testing.T, wal string) { must(t, os.Link(wal, wal+".other")) }},
-		{"truncated", "has 524288 bytes, the journal's log has 1048576", "broker journal reset", func(t *testing.T, wal string) {
+		{"truncated", "has 524288 bytes, where the journal recorded 1048576", "broker journal reset", func(t *testing.T, wal string) {
 			must(t, os.Truncate(wal, journal.DefaultWALSize/2))
 		}},
 		{"not whole sectors", "it is not a journal log", "broker journal reset", func(t *testing.T, wal string) {

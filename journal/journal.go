@@ -207,7 +207,7 @@ func (j *Journal) open() *Problem {
 	}
 	j.wal = w
 	if w.size != meta.walSize {
-		return &Problem{Reason: fmt.Sprintf("%s %s has %d bytes, the journal's log has %d: it was truncated or replaced", whatWAL, w.path, w.size, meta.walSize),
+		return &Problem{Reason: fmt.Sprintf("%s %s has %d bytes, where the journal recorded %d: it was truncated or replaced", whatWAL, w.path, w.size, meta.walSize),
 			Fix: fixReset}
 	}
 	w.gen = meta.gen
