@@ -151,10 +151,10 @@ func syncDir(dir string) error {
 // lockTimeout is how long Open and Reset wait for the file lock.
 const lockTimeout = time.Second
 
-// Reset moves the journal at path aside, with its write-ahead log and its key (see
-// [WALPath] and [KeyPath]): each file present gets the suffix ".broken-"
-// and a UTC timestamp taken from now, and Reset returns the new names. It
-// never deletes anything. It refuses with an error matching [ErrInUse]
+// Reset moves the journal at path aside, with its write-ahead log and its
+// key (see [WALPath] and [KeyPath]): each file present gets the suffix
+// ".broken-" and a UTC timestamp taken from now, and Reset returns the new
+// names. It never deletes anything. It refuses with an error matching [ErrInUse]
 // while a broker holds the journal's file lock: stop the broker first.
 // The next broker start creates a new, empty journal with a new key; the
 // old fences are gone, so retries of actions recorded only in the old
