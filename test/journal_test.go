@@ -151,7 +151,10 @@ func TestDiskFullBeforeIntent(t *testing.T) {
 	s.B.Stop(t)
 	os.RemoveAll(s.B.StateDir)
 	os.MkdirAll(s.B.StateDir, 0o700)
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", s.B.StateDir).CombinedOutput(); err != nil {
+	// Room for the journal's 1 MiB log, which is written in full when it is
+	// made: intents go there until it fills, then to the database, which
+	// cannot grow.
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", s.B.StateDir).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { syscall.Unmount(s.B.StateDir, syscall.MNT_DETACH) })
