@@ -202,6 +202,24 @@ func TestDiskFullBeforeIntent(t *testing.T) {
 	if !strings.Contains(out, "disk is full") {
 		t.Fatalf("broker status does not say the disk is full:\n%s", out)
 	}
+	// Reads keep working.
+	lease := req["leaseId"]
+	if _, err := c.Call(context.Background(), "browser.observe", map[string]any{"sessionId": "crash", "leaseId": lease}); err != nil {
+		t.Fatalf("observe on a full disk: %v", err)
+	}
+	// Nothing recorded before the disk filled is lost: with room again and
+	// a restart, the journal opens clean and still knows the first action.
+	os.Remove(filepath.Join(s.B.StateDir, "filler"))
+	restart(t, s)
+	out, _, _ = testenv.Run(t, nil, "status", "--runtime-dir", s.B.RuntimeDir)
+	if strings.Contains(out, "UNAVAILABLE") {
+		t.Fatalf("the journal is still unavailable after the disk had room again:\n%s", out)
+	}
+	c = durableClient(t, s)
+	req["documentEpoch"], req["requestId"] = "stale:epoch", "fill-0"
+	if r := actOnce(t, c, a); r.Code != wire.CodeRecoveryRequired || r.Recovery == nil || r.Recovery.State != "settled" {
+		t.Fatalf("retry of an action recorded before the disk filled: %+v, want its settled record", r)
+	}
 }
 
 // TestBrowserKilledMidAction kills Chromium while an action waits for its
