@@ -1,0 +1,84 @@
+package termtest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-browser/broker/term/agentsock"
+)
+
+// StartServer runs an agent socket server on a fresh socket (its path
+// kept short: sun_path is 108 bytes) and returns it with the path.
+func StartServer(t testing.TB, cfg agentsock.Config) (*agentsock.Server, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SocketPath = filepath.Join(dir, "conn.sock")
+	srv, err := agentsock.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	deadline := time.Now().Add(Timeout)
+	for {
+		if _, err := os.Stat(cfg.SocketPath); err == nil {
+			return srv, cfg.SocketPath
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent socket did not appear")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Join shares the owner's terminal if it is private and lets a new agent
+// in the way a person would: the agent says hello, the bar asks, the
+// person answers yes. It returns the agent's connection ID.
+func Join(t testing.TB, o *Owner, a *Agent, name string) uint64 {
+	t.Helper()
+	if !o.Session().Bar().Shared {
+		o.Action('s')
+		o.WaitBar("shared with")
+	}
+	hello := a.Hello(name)
+	conn := ConnOf(hello)
+	if hello["admission"] == "pending" {
+		o.WaitBar(name)
+		o.WaitBar("asks to connect")
+		o.Action('y')
+	} else {
+		o.WaitBar("see and use this terminal")
+		o.Action('y')
+	}
+	a.WaitEvent("tools_changed", func(m Msg) bool { return strings.Contains(string(m.Params), `"session"`) })
+	return conn
+}
+
+// Result decodes a response's result, failing on an error answer.
+func Result[T any](t testing.TB, m Msg) T {
+	t.Helper()
+	var v T
+	if m.Error != nil {
+		t.Fatalf("error answer: %s", m.Raw)
+	}
+	if err := json.Unmarshal(m.Result, &v); err != nil {
+		t.Fatalf("result %s: %v", m.Result, err)
+	}
+	return v
+}
