@@ -22,13 +22,12 @@ func barText(b session.Bar, menu bool, prefix string, cols int) string {
 		if !b.ProcessAlive {
 			s += " | exited"
 		}
-		if q := b.Question; q != nil {
-			s += " | " + q.Text + " — " + prefix + " y/n"
+		s += " | " + prefix + " menu"
+		if q := b.Question; q != nil { // the question matters most: it comes first
+			s = fmt.Sprintf(" %s ? %s — %s y/n", b.Session, q.Text, prefix)
 			if b.Waiting > 1 {
 				s += fmt.Sprintf(" (+%d)", b.Waiting-1)
 			}
-		} else {
-			s += " | " + prefix + " menu"
 		}
 	}
 	return fit(s, cols)

@@ -7,99 +7,104 @@ import (
 	"github.com/dsh-browser/broker/term/vt"
 )
 
-// maxHeld bounds an unfinished sequence held back from the owner's
-// terminal; a longer one (a huge OSC or DCS) is passed on as it comes.
-const maxHeld = 4096
-
-// outFilter passes the program's output to the owner's terminal with the
-// last row reserved for the owner bar. It changes one thing: a scroll
-// region (DECSTBM) is clamped to the program's rows, so the terminal never
-// scrolls the bar. It notes what else reaches the bar row (erasing the
-// display, a reset, the alternate screen, DECALN) so the bar is drawn
-// again, and it holds back an unfinished sequence, so that the bar is only
-// ever drawn between two whole sequences.
-type outFilter struct {
-	p         vt.Parser
-	rows      int    // the program's rows: the owner's rows minus the bar
-	seq       []byte // the sequence being read
-	replace   []byte // what to write instead of seq, when it ends
-	passedOn  bool   // part of seq was written already (it was too long)
-	clobbered bool   // something may have drawn over the bar
-	region    bool   // the terminal's scroll region may have been reset
+// barTap passes the program's output to the owner's terminal with the
+// last row reserved for the owner bar. The program's grid has one row
+// less than the terminal, so the tap rewrites only what the terminal would
+// take to its last row where the grid stays on its own last row: a scroll
+// region (DECSTBM) is clamped to the program's rows, an absolute row
+// (CUP, HVP, VPA) beyond them is clamped, and a cursor move down (CUD,
+// CNL, VPR) or line feed below the scroll region stops at the program's
+// last row. Everything else passes unchanged. It notes what else reaches
+// the bar row (erasing the display, a reset, the alternate screen, DECALN)
+// so that the bar is drawn again.
+//
+// The tap runs while the session's grid applies output; its fields are
+// guarded by the session's output lock.
+type barTap struct {
+	clobbered bool // something may have drawn over the bar
+	region    bool // the terminal's scroll region may have been reset
 }
 
-// write filters a chunk of output and appends what to send to dst.
-func (f *outFilter) write(dst, chunk []byte) []byte {
-	for _, b := range chunk {
-		f.seq = append(f.seq, b)
-		f.p.Advance(b, f)
-		switch {
-		case f.p.AtBoundary():
-			if f.replace != nil {
-				dst = append(dst, f.replace...)
-			} else {
-				dst = append(dst, f.seq...)
-			}
-			f.seq, f.replace, f.passedOn = f.seq[:0], nil, false
-		case len(f.seq) >= maxHeld:
-			dst = append(dst, f.seq...)
-			f.seq, f.passedOn = f.seq[:0], true
-		}
+// belowRegion reports whether the cursor is on the program's last row
+// under the scroll region, where the grid does not scroll on a line feed
+// but the owner's terminal would move into the bar.
+func belowRegion(s *vt.Screen) bool {
+	d := s.DrawState()
+	rows, _ := s.Size()
+	return d.Row == rows-1 && d.Row > d.Bottom
+}
+
+// Control implements [vt.Tap].
+func (t *barTap) Control(s *vt.Screen, b byte) []byte {
+	if (b == '\n' || b == '\v' || b == '\f') && belowRegion(s) {
+		return []byte{}
 	}
-	return dst
+	return nil
 }
 
-// idle reports whether the owner's terminal is between sequences, where
-// the bar may be drawn.
-func (f *outFilter) idle() bool { return len(f.seq) == 0 && !f.passedOn && f.p.AtBoundary() }
-
-// Print implements [vt.Handler].
-func (f *outFilter) Print(rune) {}
-
-// Execute implements [vt.Handler].
-func (f *outFilter) Execute(byte) {}
-
-// OSC implements [vt.Handler].
-func (f *outFilter) OSC([]byte) {}
-
-// ESC implements [vt.Handler].
-func (f *outFilter) ESC(p *vt.Parser, final byte) {
+// Escape implements [vt.Tap].
+func (t *barTap) Escape(s *vt.Screen, p *vt.Parser, final byte) []byte {
 	in := p.Intermediates()
 	switch {
 	case len(in) == 0 && final == 'c': // RIS
-		f.clobbered, f.region = true, true
+		t.clobbered, t.region = true, true
 	case len(in) == 1 && in[0] == '#' && final == '8': // DECALN
-		f.clobbered, f.region = true, true
+		t.clobbered, t.region = true, true
+	case len(in) == 0 && final == 'D' && belowRegion(s): // IND
+		return []byte{}
+	case len(in) == 0 && final == 'E' && belowRegion(s): // NEL
+		return []byte{'\r'}
 	}
+	return nil
 }
 
-// CSI implements [vt.Handler].
-func (f *outFilter) CSI(p *vt.Parser, final byte) {
+// Sequence implements [vt.Tap].
+func (t *barTap) Sequence(s *vt.Screen, p *vt.Parser, final byte) []byte {
 	in := p.Intermediates()
+	rows, _ := s.Size()
 	switch {
 	case len(in) == 1 && in[0] == '!' && final == 'p': // DECSTR resets the margins
-		f.region = true
+		t.region = true
 	case len(in) > 0:
 	case p.Private() == '?' && (final == 'h' || final == 'l'):
 		for i := range max(p.NumParams(), 1) {
 			switch p.Param(i, 0) {
 			case 47, 1047, 1049:
-				f.clobbered, f.region = true, true
+				t.clobbered, t.region = true, true
 			}
 		}
 	case p.Private() != 0:
 	case final == 'J' && p.Param(0, 0) != 1 && p.Param(0, 0) != 3:
-		f.clobbered = true
+		t.clobbered = true
 	case final == 'r':
-		top, bot := p.Param(0, 1), p.Param(1, f.rows)
+		top, bot := p.Param(0, 1), p.Param(1, rows)
 		if top == 0 {
 			top = 1
 		}
-		if bot == 0 || bot > f.rows {
-			bot = f.rows
+		if bot == 0 || bot > rows {
+			bot = rows
 		}
-		f.replace = fmt.Appendf(nil, "\x1b[%d;%dr", top, bot)
+		return fmt.Appendf(nil, "\x1b[%d;%dr", top, bot)
+	case (final == 'H' || final == 'f') && p.Param(0, 1) > rows && !s.DrawState().Origin:
+		return fmt.Appendf(nil, "\x1b[%d;%d%c", rows, p.Param(1, 1), final)
+	case final == 'd' && p.Param(0, 1) > rows && !s.DrawState().Origin:
+		return fmt.Appendf(nil, "\x1b[%dd", rows)
+	case final == 'B' || final == 'E' || final == 'e':
+		d := s.DrawState()
+		n := max(p.Param(0, 1), 1)
+		if d.Row >= d.Top && d.Row <= d.Bottom || d.Row+n <= rows-1 {
+			return nil // the region's margin, or the screen's, stops both alike
+		}
+		n = rows - 1 - d.Row
+		switch {
+		case n > 0:
+			return fmt.Appendf(nil, "\x1b[%d%c", n, final)
+		case final == 'E':
+			return []byte{'\r'}
+		}
+		return []byte{}
 	}
+	return nil
 }
 
 // barSequence draws the bar on the last of rows and puts everything the

@@ -70,14 +70,14 @@ type runner struct {
 	prefix byte
 	log    *slog.Logger
 
-	mu     sync.Mutex // guards the owner's terminal's output and the fields below
-	filter outFilter
-	rows   int
-	cols   int
-	barOn  bool // the last row is the owner bar
-	menu   bool // the prefix key was pressed
-	dirty  bool // the bar must be drawn when the output is next between sequences
-	buf    []byte
+	mu    sync.Mutex // guards the owner's terminal's output and the fields below
+	tap   barTap     // also guarded by the session's output lock
+	rows  int
+	cols  int
+	barOn bool // the last row is the owner bar
+	menu  bool // the prefix key was pressed
+	dirty bool // the bar must be drawn when the output is next between sequences
+	buf   []byte
 }
 
 // Run runs the owner's terminal on tty until the program exits or ctx is
@@ -113,6 +113,7 @@ func Run(ctx context.Context, tty *os.File, cfg Config) (int, error) {
 	}
 	sc.Rows, sc.Cols = r.innerRows(), r.cols
 	sc.Output = r.output
+	sc.Tap = &r.tap
 	if sc.Logger == nil {
 		sc.Logger = r.log
 	}
@@ -120,7 +121,7 @@ func Run(ctx context.Context, tty *os.File, cfg Config) (int, error) {
 	// the program's grid starts blank too.
 	r.write(fmt.Appendf(nil, "\x1b[%d;1H%s\x1b[H\x1b[2J", r.rows, repeatNL(r.rows)))
 	r.mu.Lock()
-	r.filter.region, r.dirty = true, true
+	r.tap.region, r.dirty = true, true
 	r.mu.Unlock()
 
 	sess, err := session.Start(sc)
@@ -212,7 +213,6 @@ func (r *runner) setSize(rows, cols int) {
 	defer r.mu.Unlock()
 	r.rows, r.cols = max(rows, 1), max(cols, 1)
 	r.barOn = r.rows >= 3
-	r.filter.rows = r.innerRowsLocked()
 }
 
 func (r *runner) innerRows() int {
@@ -240,24 +240,28 @@ func (r *runner) write(b []byte) {
 }
 
 // output is the session's Output: the program's output on its way to the
-// owner's terminal, with the bar drawn again when it needs to be.
+// owner's terminal (through the tap), with the bar drawn again when it
+// needs to be and the output is between sequences.
 func (r *runner) output(chunk []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.buf = r.filter.write(r.buf[:0], chunk)
-	if r.filter.clobbered || r.filter.region {
+	if r.tap.clobbered || r.tap.region {
 		r.dirty = true
 	}
-	if r.dirty && r.filter.idle() && r.barOn && r.sess != nil {
-		r.buf = append(r.buf, r.barLocked(r.sess.DrawState())...)
+	if r.dirty && r.barOn && r.sess != nil {
+		if d := r.sess.DrawState(); d.Between {
+			r.buf = append(append(r.buf[:0], chunk...), r.barLocked(d)...)
+			r.write(r.buf)
+			return
+		}
 	}
-	r.write(r.buf)
+	r.write(chunk)
 }
 
 // barLocked returns the bar's drawing sequence and marks it drawn.
 func (r *runner) barLocked(d vt.DrawState) []byte {
-	seq := barSequence(d, r.rows, barText(r.sess.Bar(), r.menu, prefixName(r.prefix), r.cols), r.filter.region)
-	r.dirty, r.filter.clobbered, r.filter.region = false, false, false
+	seq := barSequence(d, r.rows, barText(r.sess.Bar(), r.menu, prefixName(r.prefix), r.cols), r.tap.region)
+	r.dirty, r.tap.clobbered, r.tap.region = false, false, false
 	return seq
 }
 
@@ -270,7 +274,7 @@ func (r *runner) drawBar() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.dirty = true
-		if r.barOn && r.filter.idle() {
+		if r.barOn && d.Between {
 			r.write(r.barLocked(d))
 		}
 	})
@@ -296,7 +300,7 @@ func (r *runner) resize(fd int) {
 			return
 		}
 		r.write(repaint(r.sess.Cell, d, r.rows, r.cols, barText(r.sess.Bar(), r.menu, prefixName(r.prefix), r.cols)))
-		r.dirty, r.filter.clobbered, r.filter.region = false, false, false
+		r.dirty, r.tap.clobbered, r.tap.region = false, false, false
 	})
 }
 

@@ -152,6 +152,14 @@ func (a *Agent) Response(id string) Msg {
 	return m
 }
 
+// Answered reports whether the response to id has arrived.
+func (a *Agent) Answered(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.responses[id]
+	return ok
+}
+
 // Call sends a request and waits for its response.
 func (a *Agent) Call(method string, params any) Msg {
 	a.t.Helper()

@@ -2,6 +2,7 @@ package termtest
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,9 +111,8 @@ func StartOwner(t testing.TB, cfg OwnerConfig) *Owner {
 		}
 		slave.Close()
 		master.Close()
-		o.mu.Lock()
-		o.emu.Close()
-		o.mu.Unlock()
+		// Ends answerQueries; the emulator's own Close races with its Read.
+		o.emu.InputPipe().(*io.PipeWriter).Close()
 	})
 	select {
 	case <-o.ready:

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dsh-browser/broker/term/agentapi"
 	"github.com/dsh-browser/broker/term/agentsock"
 )
 
@@ -81,4 +83,24 @@ func Result[T any](t testing.TB, m Msg) T {
 		t.Fatalf("result %s: %v", m.Result, err)
 	}
 	return v
+}
+
+// SameScreen waits until the agent's snapshot equals what the person sees
+// (less the bar) and returns the snapshot. Both follow the same output, so
+// they agree once it has been drawn.
+func SameScreen(t testing.TB, o *Owner, a *Agent) agentapi.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(Timeout)
+	for {
+		snap := Result[agentapi.Snapshot](t, a.Call("snapshot", nil))
+		screen := o.Screen()
+		if slices.Equal(snap.Screen, screen[:len(screen)-1]) {
+			return snap
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the snapshot never matched the owner's screen.\nsnapshot:\n%s\nowner:\n%s",
+				strings.Join(snap.Screen, "\n"), strings.Join(screen, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -87,8 +87,12 @@ type Config struct {
 
 	// Output receives the program's output, chunk by chunk in order, after
 	// the grid has taken it. It must not call back into the session except
-	// [Session.DrawState]. Nil for a session nobody watches directly.
+	// [Session.DrawState], [Session.Bar] and [Session.Cell]. Nil for a
+	// session nobody watches directly.
 	Output func([]byte)
+	// Tap, if set, rewrites the output passed to Output (see [vt.Tap]);
+	// Output then always ends between two sequences.
+	Tap    vt.Tap
 	Logger *slog.Logger
 }
 
@@ -223,6 +227,9 @@ func hasVar(env []string, name string) bool {
 	return false
 }
 
+// Dir returns the program's working directory ("" for the current one).
+func (s *Session) Dir() string { return s.cfg.Dir }
+
 // ID returns the session's name on the agent socket.
 func (s *Session) ID() string { return s.id }
 
@@ -251,16 +258,23 @@ func (s *Session) notifyOwner() {
 func (s *Session) readLoop(read chan<- struct{}) {
 	defer close(read)
 	buf := make([]byte, 32<<10)
+	var tapped []byte // what the tap passes on, reused
 	for {
 		n, err := s.pty.Read(buf)
 		if n > 0 {
 			s.outMu.Lock()
 			s.mu.Lock()
-			s.screen.Write(buf[:n])
+			out := buf[:n]
+			if s.cfg.Tap != nil {
+				tapped = s.screen.WriteTap(buf[:n], s.cfg.Tap, tapped[:0])
+				out = tapped
+			} else {
+				s.screen.Write(buf[:n])
+			}
 			s.outputSeq += uint64(n)
 			s.mu.Unlock()
 			if s.cfg.Output != nil {
-				s.cfg.Output(buf[:n])
+				s.cfg.Output(out)
 			}
 			s.outMu.Unlock()
 		}

@@ -56,6 +56,14 @@ type Screen struct {
 	last           rune // the last character printed, for REP
 	changed        bool
 	revision       uint64
+
+	// While WriteTap runs: the tap, the token being read, and what to pass
+	// on in its place.
+	tap      Tap
+	tok      []byte
+	repl     []byte
+	replaced bool
+	passedOn bool // part of the token was passed on already (it was too long)
 }
 
 // New returns a blank screen of the given size (at least 1×1).
@@ -123,6 +131,61 @@ func (s *Screen) Write(b []byte) (int, error) {
 		s.changed = false
 	}
 	return len(b), nil
+}
+
+// Tap watches output token by token as [Screen.WriteTap] applies it, and
+// may pass something else on in a token's place. Each method is called with
+// the screen as it is before the token applies, and returns the bytes to
+// pass on instead of the token, or nil to pass it unchanged.
+type Tap interface {
+	Control(s *Screen, b byte) []byte                 // a C0 control between sequences
+	Escape(s *Screen, p *Parser, final byte) []byte   // an escape sequence
+	Sequence(s *Screen, p *Parser, final byte) []byte // a control sequence (CSI)
+}
+
+// MaxHeld bounds the unfinished token WriteTap holds back; a longer one (a
+// huge OSC or DCS string) is passed on as it comes.
+const MaxHeld = 4096
+
+// WriteTap applies output like [Screen.Write] and appends to out what to
+// pass on to a terminal showing the same screen: each whole token, or
+// what tap returned in its place. An unfinished token at the end is held
+// back until a later call completes it, so out always ends between tokens
+// (see [Screen.Between]).
+func (s *Screen) WriteTap(b []byte, tap Tap, out []byte) []byte {
+	s.tap = tap
+	for _, c := range b {
+		s.tok = append(s.tok, c)
+		s.p.Advance(c, s)
+		switch {
+		case s.p.AtBoundary():
+			if s.replaced {
+				out = append(out, s.repl...)
+			} else {
+				out = append(out, s.tok...)
+			}
+			s.tok, s.repl, s.replaced, s.passedOn = s.tok[:0], nil, false, false
+		case len(s.tok) >= MaxHeld:
+			out = append(out, s.tok...)
+			s.tok, s.passedOn = s.tok[:0], true
+		}
+	}
+	s.tap = nil
+	if s.changed {
+		s.revision++
+		s.changed = false
+	}
+	return out
+}
+
+// Between reports whether what WriteTap passed on ends between two tokens,
+// so that a terminal receiving it can be written to without breaking one.
+func (s *Screen) Between() bool { return len(s.tok) == 0 && !s.passedOn && s.p.AtBoundary() }
+
+func (s *Screen) replace(b []byte) {
+	if b != nil {
+		s.repl, s.replaced = b, true
+	}
 }
 
 // Size returns the grid's rows and columns.
@@ -336,6 +399,9 @@ func (s *Screen) shiftRight(line []Cell, col, n int) {
 
 // Execute implements [Handler].
 func (s *Screen) Execute(b byte) {
+	if s.tap != nil && s.p.AtBoundary() {
+		s.replace(s.tap.Control(s, b))
+	}
 	switch b {
 	case '\b':
 		if s.cur.col > 0 {
@@ -465,6 +531,9 @@ func (s *Screen) eraseCells(row, from, to int) {
 
 // ESC implements [Handler].
 func (s *Screen) ESC(p *Parser, final byte) {
+	if s.tap != nil {
+		s.replace(s.tap.Escape(s, p, final))
+	}
 	in := p.Intermediates()
 	if len(in) == 1 {
 		switch in[0] {
@@ -548,6 +617,9 @@ func (s *Screen) OSC(data []byte) {}
 
 // CSI implements [Handler].
 func (s *Screen) CSI(p *Parser, final byte) {
+	if s.tap != nil {
+		s.replace(s.tap.Sequence(s, p, final))
+	}
 	if len(p.Intermediates()) > 0 {
 		s.csiIntermediate(p, final)
 		return
@@ -861,6 +933,7 @@ type DrawState struct {
 	G0DEC, G1DEC bool // the character sets designated as DEC graphics
 	ShiftOut     bool // G1 is shifted in (SO)
 	Top, Bottom  int  // the scroll region, 0-based inclusive
+	Between      bool // see [Screen.Between]
 }
 
 // DrawState returns the state [DrawState] describes.
@@ -872,5 +945,6 @@ func (s *Screen) DrawState() DrawState {
 		Pen:   s.cur.pen,
 		G0DEC: s.cur.g[0] == charsetDEC, G1DEC: s.cur.g[1] == charsetDEC, ShiftOut: s.cur.gl == 1,
 		Top: s.top, Bottom: s.bot,
+		Between: s.Between(),
 	}
 }
