@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-browser/broker/term/agentapi"
 	"github.com/dsh-browser/broker/term/agentsock"
+	"github.com/dsh-browser/broker/term/session"
 )
 
 // StartServer runs an agent socket server on a fresh socket (its path
@@ -102,5 +103,70 @@ func SameScreen(t testing.TB, o *Owner, a *Agent) agentapi.Snapshot {
 				strings.Join(snap.Screen, "\n"), strings.Join(screen, "\n"))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Headless starts a session nobody watches through a terminal (a real
+// shell in a real PTY) and attaches it to srv. Owner actions are then
+// called on the session directly.
+func Headless(t testing.TB, srv *agentsock.Server, cfg session.Config) *session.Session {
+	t.Helper()
+	if cfg.Command == nil {
+		sh := Shell(t)
+		cfg.Command, cfg.Env, cfg.Dir = sh.Command, sh.Env, sh.Dir
+	}
+	s, err := session.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if srv != nil {
+		if err := srv.Attach(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// Admit shares s if it is private and answers yes to the question about
+// conn (admission or joining), as the owner would, then waits for the
+// agent to learn it participates.
+func Admit(t testing.TB, s *session.Session, a *Agent, conn uint64) {
+	t.Helper()
+	if !s.Bar().Shared {
+		s.Share(true)
+	}
+	WaitQuestion(t, s, "", conn)
+	s.Answer(true)
+	a.WaitEvent("tools_changed", func(m Msg) bool {
+		return strings.Contains(string(m.Params), `"session":"`+s.ID()+`"`)
+	})
+}
+
+// WaitQuestion waits until the first question to the owner of s is of kind
+// (any kind if "") about conn, and returns it.
+func WaitQuestion(t testing.TB, s *session.Session, kind string, conn uint64) session.Question {
+	t.Helper()
+	deadline := time.Now().Add(Timeout)
+	for {
+		if qs := s.Questions(); len(qs) > 0 && qs[0].Conn == conn && (kind == "" || qs[0].Kind == kind) {
+			return qs[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s question about conn %d; questions: %+v", kind, conn, s.Questions())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// WaitSessionText waits until s's screen shows text.
+func WaitSessionText(t testing.TB, s *session.Session, text string) {
+	t.Helper()
+	deadline := time.Now().Add(Timeout)
+	for !strings.Contains(strings.Join(s.Screen(), "\n"), text) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %q; the screen is:\n%s", text, strings.Join(s.Screen(), "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -55,6 +55,9 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 	return c
 }
 
+// beforeRead, when set (by tests only), runs before each line is read.
+var beforeRead atomic.Pointer[func(conn uint64)]
+
 // request is one decoded request line.
 type request struct {
 	id      json.RawMessage
@@ -74,6 +77,9 @@ func (c *conn) run() {
 	lr := newLineReader(c.nc, c.s.cfg.MaxLine)
 	var held []*request // writes waiting until everything before them is read
 	for {
+		if h := beforeRead.Load(); h != nil {
+			(*h)(c.id)
+		}
 		line, err := lr.Next()
 		switch {
 		case errors.Is(err, ErrLineTooLong):

@@ -282,6 +282,21 @@ func (s *Session) Share(on bool) {
 	s.notifyOwner()
 }
 
+// ShareWith shares the session with one connection, as the owner's
+// selection: a host opening a tab for an agent (open_tab) uses it.
+func (s *Session) ShareWith(conn uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.shared {
+		s.shared = true
+		s.gen++
+	}
+	s.participants[conn] = true
+	delete(s.declined, conn)
+	s.emitStateLocked()
+	s.notifyOwner()
+}
+
 // SetMode switches between co-pilot and autopilot. What agents were
 // drafting or waiting for ends; the lease stays.
 func (s *Session) SetMode(mode string) error {
