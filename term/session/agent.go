@@ -455,6 +455,9 @@ func (s *Session) typeText(_ context.Context, req agentapi.Request) (agentapi.Re
 		s.mu.Unlock()
 		return agentapi.Reply{}, err
 	}
+	if t, ok := s.typed[req.Conn]; !ok || t != nil {
+		s.typed[req.Conn] = append(t, []rune(p.Text)...)
+	}
 	rep, err := s.replyLocked(agentapi.TypeResult{Typed: n})
 	s.mu.Unlock()
 	if err != nil {
@@ -567,6 +570,7 @@ func (s *Session) sendKey(ctx context.Context, req agentapi.Request) (agentapi.R
 		return agentapi.Reply{}, err
 	}
 	if !enter {
+		s.trackKeyLocked(req.Conn, key)
 		rep, err := s.replyLocked(agentapi.SendKeyResult{Result: agentapi.KeySent})
 		s.mu.Unlock()
 		defer s.writeMu.Unlock()
@@ -580,7 +584,14 @@ func (s *Session) sendKey(ctx context.Context, req agentapi.Request) (agentapi.R
 		unlock()
 		return agentapi.Reply{}, agentapi.Errorf(agentapi.CodeInvalidInput, "the line holds text the snapshot withholds; Enter is refused")
 	}
+	// Judge what the agent typed when that is all it did to the line: the
+	// screen may not show it yet, and may still show the line before.
+	// Otherwise (history, completion, an empty line) judge the screen's.
 	line := s.screen.Line(row, true)
+	if typed := string(s.typed[req.Conn]); typed != "" {
+		line = typed
+	}
+	delete(s.typed, req.Conn)
 	switch s.cfg.Policy.judge(line) {
 	case deny:
 		rep, err := s.replyLocked(agentapi.SendKeyResult{Result: agentapi.KeyDenied})
@@ -604,6 +615,23 @@ func (s *Session) sendKey(ctx context.Context, req agentapi.Request) (agentapi.R
 		s.runExec(e)
 	}
 	return s.awaitExec(ctx, e, agentapi.SendKeyResult{})
+}
+
+// trackKeyLocked follows what an autopilot key does to the agent's typed
+// line: Backspace takes a character back, Ctrl-C and Ctrl-U clear it.
+func (s *Session) trackKeyLocked(conn uint64, key []byte) {
+	t, ok := s.typed[conn]
+	switch {
+	case ok && t == nil: // unknown until the next Enter
+	case len(key) == 1 && (key[0] == 0x7f || key[0] == 0x08):
+		if len(t) > 0 {
+			s.typed[conn] = t[:len(t)-1]
+		}
+	case len(key) == 1 && (key[0] == 0x03 || key[0] == 0x15):
+		delete(s.typed, conn)
+	default: // Tab, history, cursor moves: only the screen tells the line now
+		s.typed[conn] = nil
+	}
 }
 
 // proposeLocked makes conn's draft (or an empty one) ready for the owner,

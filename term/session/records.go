@@ -149,6 +149,7 @@ func (s *Session) revokeLocked(reason string) {
 	}
 	s.controller = 0
 	s.revoked[c] = true
+	delete(s.typed, c)
 	s.endWorkLocked(c, false)
 	s.emitLocked(c, agentapi.EventControlRevoked, map[string]any{"reason": reason})
 	s.emitLocked(c, agentapi.EventToolsChanged, nil)

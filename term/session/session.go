@@ -134,6 +134,10 @@ type Session struct {
 	history      map[historyKey][]string
 	attention    map[uint64]*attention
 	lineDirty    bool // the person typed on the current line and has not submitted it
+	// typed is what each agent typed in autopilot since its last Enter,
+	// while that is all there is to know of its line; nil once a key made
+	// the line unknown (see trackKeyLocked).
+	typed map[uint64][]rune
 	lastAttended time.Time
 	closed       bool
 }
@@ -211,6 +215,7 @@ func Start(cfg Config) (*Session, error) {
 		execs:        map[string]*execution{},
 		history:      map[historyKey][]string{},
 		attention:    map[uint64]*attention{},
+		typed:        map[uint64][]rune{},
 	}
 	read := make(chan struct{})
 	go s.readLoop(read)
@@ -546,6 +551,7 @@ func (s *Session) Release(conn uint64) {
 	}
 	s.endWorkLocked(conn, true)
 	delete(s.revoked, conn)
+	delete(s.typed, conn)
 	delete(s.attention, conn)
 	for k, ids := range s.history {
 		if k.conn == conn {
