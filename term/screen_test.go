@@ -122,16 +122,19 @@ func TestResizeFollowsTheWindow(t *testing.T) {
 	o.Type("seq 1 5\r")
 	o.WaitText("5\n$")
 	o.Resize(30, 100)
-	o.Type("stty size\r")
-	o.WaitText("29 100\n$")
 	o.WaitScreen("the bar on row 30", func(rows []string) bool {
 		return len(rows) == 30 && strings.Contains(rows[29], "t1 | shared with 1")
 	})
+	o.Type("stty size\r")
+	o.WaitText("29 100\n$")
 	snap := termtest.SameScreen(t, o, a)
 	if snap.Size.Rows != 29 || snap.Size.Cols != 100 {
 		t.Fatalf("snapshot size %+v", snap.Size)
 	}
 	o.Resize(12, 60)
+	o.WaitScreen("the bar on row 12", func(rows []string) bool {
+		return len(rows) == 12 && strings.Contains(rows[11], "t1 | shared with 1")
+	})
 	o.Type("stty size\r")
 	o.WaitText("11 60\n$")
 	o.WaitBar("t1 | shared with 1")

@@ -137,7 +137,7 @@ type Session struct {
 	// typed is what each agent typed in autopilot since its last Enter,
 	// while that is all there is to know of its line; nil once a key made
 	// the line unknown (see trackKeyLocked).
-	typed map[uint64][]rune
+	typed        map[uint64][]rune
 	lastAttended time.Time
 	closed       bool
 }

@@ -2,6 +2,7 @@ package vt_test
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -112,7 +113,7 @@ func TestChunkingDoesNotMatter(t *testing.T) {
 func reference(in string, rows, cols int) (lines []string, row, col int, alt bool) {
 	e := cvt.NewEmulator(cols, rows)
 	go drain(e)
-	defer e.Close()
+	defer e.InputPipe().(*io.PipeWriter).Close() // ends drain; Close races with Read
 	e.Write([]byte(in))
 	for y := range rows {
 		var b strings.Builder
