@@ -23,6 +23,17 @@ import (
 type barTap struct {
 	clobbered bool // something may have drawn over the bar
 	region    bool // the terminal's scroll region may have been reset
+	// saved is the cursor 1049 saved on entering the alternate screen,
+	// where leaving it puts the cursor back.
+	savedRow, savedCol int
+}
+
+// cup positions the terminal's cursor at a grid position, origin-aware.
+func cup(d vt.DrawState, row, col int) []byte {
+	if d.Origin {
+		row -= d.Top
+	}
+	return fmt.Appendf(nil, "\x1b[%d;%dH", row+1, col+1)
 }
 
 // belowRegion reports whether the cursor is on the program's last row
@@ -67,11 +78,28 @@ func (t *barTap) Sequence(s *vt.Screen, p *vt.Parser, final byte) []byte {
 		t.region = true
 	case len(in) > 0:
 	case p.Private() == '?' && (final == 'h' || final == 'l'):
+		// Terminals disagree on what switching screens does to the cursor
+		// (xterm leaves it, others go home) and to the scroll region (some
+		// keep one per screen): set both as the grid has them, right after
+		// the switch.
+		var after []byte
+		d := s.DrawState()
 		for i := range max(p.NumParams(), 1) {
 			switch p.Param(i, 0) {
 			case 47, 1047, 1049:
 				t.clobbered, t.region = true, true
+				row, col := d.Row, d.Col
+				switch {
+				case p.Param(i, 0) == 1049 && final == 'h' && !s.AltScreen():
+					t.savedRow, t.savedCol = d.Row, d.Col
+				case p.Param(i, 0) == 1049 && final == 'l' && s.AltScreen():
+					row, col = t.savedRow, t.savedCol
+				}
+				after = append(fmt.Appendf(nil, "\x1b[%d;%dr", d.Top+1, d.Bottom+1), cup(d, row, col)...)
 			}
+		}
+		if after != nil {
+			return append(fmt.Appendf(nil, "\x1b[?%s%c", params(p), final), after...)
 		}
 	case p.Private() != 0:
 	case final == 'J' && p.Param(0, 0) != 1 && p.Param(0, 0) != 3:
@@ -105,6 +133,20 @@ func (t *barTap) Sequence(s *vt.Screen, p *vt.Parser, final byte) []byte {
 		return []byte{}
 	}
 	return nil
+}
+
+// params writes a sequence's parameters back as they came (colons aside).
+func params(p *vt.Parser) string {
+	var b strings.Builder
+	for i := range p.NumParams() {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		if v := p.Param(i, -1); v >= 0 {
+			fmt.Fprint(&b, v)
+		}
+	}
+	return b.String()
 }
 
 // barSequence draws the bar on the last of rows and puts everything the

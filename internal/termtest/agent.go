@@ -16,7 +16,7 @@ import (
 
 // Timeout bounds every wait in these helpers: generous, as the machine is
 // shared and loaded.
-const Timeout = 30 * time.Second
+var Timeout = 30 * time.Second
 
 // Msg is one line from the server: a response or an event.
 type Msg struct {

@@ -45,6 +45,7 @@ type Owner struct {
 	sess    *session.Session
 	ready   chan struct{}
 	written int
+	log     []byte // everything the person's terminal received
 }
 
 // Shell returns a bash configured the same way everywhere: no rc files,
@@ -139,6 +140,7 @@ func (o *Owner) readMaster() {
 			o.mu.Lock()
 			o.emu.Write(buf[:n])
 			o.written += n
+			o.log = append(o.log, buf[:n]...)
 			o.mu.Unlock()
 			select {
 			case o.chunks <- struct{}{}:
@@ -250,6 +252,13 @@ func (o *Owner) WaitBar(text string) string {
 	o.t.Helper()
 	s := o.WaitScreen("the bar to show "+text, func(rows []string) bool { return strings.Contains(rows[len(rows)-1], text) })
 	return s[len(s)-1]
+}
+
+// Received returns everything the person's terminal received so far.
+func (o *Owner) Received() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]byte(nil), o.log...)
 }
 
 // Chunks is signalled (without queueing) when output reaches the person.

@@ -99,6 +99,9 @@ func SameScreen(t testing.TB, o *Owner, a *Agent) agentapi.Snapshot {
 			return snap
 		}
 		if time.Now().After(deadline) {
+			if f := os.Getenv("TERMTEST_DUMP"); f != "" {
+				os.WriteFile(f, o.Received(), 0o644)
+			}
 			t.Fatalf("the snapshot never matched the owner's screen.\nsnapshot:\n%s\nowner:\n%s",
 				strings.Join(snap.Screen, "\n"), strings.Join(screen, "\n"))
 		}
