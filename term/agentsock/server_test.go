@@ -225,8 +225,10 @@ func TestRateAndInFlightLimits(t *testing.T) {
 // A client that does not read its answers is closed once MaxQueued bytes
 // wait for it; it cannot be answered truthfully any more.
 func TestUnreadAnswersCloseTheConnection(t *testing.T) {
-	srv, path := termtest.StartServer(t, agentsock.Config{MaxQueued: 64 << 10, RateBurst: 100000, Admission: agentsock.AdmissionOpen})
+	srv, path := termtest.StartServer(t, agentsock.Config{MaxQueued: 64 << 10, RateBurst: 100000, MaxInFlight: 100000, Admission: agentsock.AdmissionOpen})
 	s := termtest.Headless(t, srv, session.Config{ID: "t1", Rows: 80, Cols: 240})
+	s.OwnerInput([]byte("for i in $(seq 1 80); do printf '%0230d\\n' $i; done\r")) // large snapshots
+	termtest.WaitSessionText(t, s, strings.Repeat("0", 228)+"80")
 	s.Share(true)
 	c, err := net.Dial("unix", path)
 	if err != nil {
@@ -254,7 +256,7 @@ func TestUnreadAnswersCloseTheConnection(t *testing.T) {
 		}
 	}
 	// Ask for far more than MaxQueued and read none of it.
-	const n = 2000
+	const n = 300
 	go func() {
 		for i := range n {
 			if _, err := fmt.Fprintf(c, `{"id":%d,"method":"snapshot"}`+"\n", i+100); err != nil {
