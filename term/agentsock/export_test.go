@@ -32,3 +32,10 @@ func QueuedAnswers(s *Server, conn uint64) int {
 	defer c.outMu.Unlock()
 	return len(c.out)
 }
+
+// Connected reports whether connection conn is still open on the server.
+func Connected(s *Server, conn uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns[conn] != nil
+}

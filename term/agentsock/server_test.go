@@ -150,7 +150,7 @@ func TestFloodDoesNotHarmOthers(t *testing.T) {
 	flood := termtest.Dial(t, path)
 	termtest.Admit(t, s, flood, termtest.ConnOf(flood.Hello("flood")))
 
-	const n = 3000
+	const n = 1000
 	var b bytes.Buffer
 	for i := range n {
 		switch i % 3 {
@@ -225,7 +225,8 @@ func TestRateAndInFlightLimits(t *testing.T) {
 // A client that does not read its answers is closed once MaxQueued bytes
 // wait for it; it cannot be answered truthfully any more.
 func TestUnreadAnswersCloseTheConnection(t *testing.T) {
-	srv, path := termtest.StartServer(t, agentsock.Config{MaxQueued: 64 << 10, RateBurst: 100000, MaxInFlight: 100000, Admission: agentsock.AdmissionOpen})
+	var trace lockedBuffer
+	srv, path := termtest.StartServer(t, agentsock.Config{MaxQueued: 64 << 10, RateBurst: 100000, MaxInFlight: 100000, Admission: agentsock.AdmissionOpen, TraceRefusals: true, Trace: &trace})
 	s := termtest.Headless(t, srv, session.Config{ID: "t1", Rows: 80, Cols: 240})
 	s.OwnerInput([]byte("for i in $(seq 1 80); do printf '%0230d\\n' $i; done\r")) // large snapshots
 	termtest.WaitSessionText(t, s, strings.Repeat("0", 228)+"80")
@@ -255,8 +256,9 @@ func TestUnreadAnswersCloseTheConnection(t *testing.T) {
 			break
 		}
 	}
-	// Ask for far more than MaxQueued and read none of it.
-	const n = 300
+	// Ask for far more than MaxQueued and read none of it until the
+	// server has let go of the connection.
+	const n = 100
 	go func() {
 		for i := range n {
 			if _, err := fmt.Fprintf(c, `{"id":%d,"method":"snapshot"}`+"\n", i+100); err != nil {
@@ -264,14 +266,23 @@ func TestUnreadAnswersCloseTheConnection(t *testing.T) {
 			}
 		}
 	}()
+	deadline := time.Now().Add(termtest.Timeout)
+	for agentsock.Connected(srv, hello.Result.Conn) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server kept the connection of a client that does not read; trace:\n%s", trace.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !strings.Contains(trace.String(), "does not read its answers") {
+		t.Fatalf("closed for another reason; trace:\n%s", trace.String())
+	}
 	c.SetReadDeadline(time.Now().Add(termtest.Timeout))
 	answers := 0
 	for {
-		_, err := r.ReadString('\n')
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatal("the server kept the connection of a client that does not read")
-		}
-		if err != nil {
+		if _, err := r.ReadString('\n'); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("the connection stayed open")
+			}
 			break
 		}
 		answers++
