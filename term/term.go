@@ -84,19 +84,34 @@ type runner struct {
 // done, and returns the program's exit status. tty is left as it was
 // found.
 func Run(ctx context.Context, tty *os.File, cfg Config) (int, error) {
-	fd := int(tty.Fd())
-	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	// The descriptor is reached through SyscallConn: tty.Fd would put it
+	// back in blocking mode, and reads could no longer be interrupted.
+	raw, err := tty.SyscallConn()
 	if err != nil {
 		return 1, fmt.Errorf("%w: %v", ErrNotTerminal, err)
 	}
-	ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
-	if err != nil {
+	ioctl := func(f func(fd int) error) error {
+		var ferr error
+		if err := raw.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+			return err
+		}
+		return ferr
+	}
+	var saved *unix.Termios
+	var ws *unix.Winsize
+	if err := ioctl(func(fd int) (err error) {
+		if saved, err = unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+			return err
+		}
+		ws, err = unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+		return err
+	}); err != nil {
 		return 1, fmt.Errorf("%w: %v", ErrNotTerminal, err)
 	}
-	if err := makeRaw(fd, saved); err != nil {
+	if err := ioctl(func(fd int) error { return makeRaw(fd, saved) }); err != nil {
 		return 1, err
 	}
-	defer unix.IoctlSetTermios(fd, unix.TCSETS, saved)
+	defer ioctl(func(fd int) error { return unix.IoctlSetTermios(fd, unix.TCSETS, saved) })
 
 	r := &runner{tty: tty, prefix: cfg.Prefix, log: cfg.Logger}
 	if r.prefix == 0 {
@@ -172,7 +187,10 @@ func Run(ctx context.Context, tty *os.File, cfg Config) (int, error) {
 		case <-sess.Changed():
 			r.drawBar()
 		case <-resized:
-			r.resize(fd)
+			var ws *unix.Winsize
+			if ioctl(func(fd int) (err error) { ws, err = unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); return err }) == nil {
+				r.resize(int(ws.Row), int(ws.Col))
+			}
 		}
 	}
 	sess.Close()
@@ -282,13 +300,9 @@ func (r *runner) drawBar() {
 
 // resize follows a change of the owner's window: the program gets the new
 // size less the bar, and its grid is repainted.
-func (r *runner) resize(fd int) {
-	ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
-	if err != nil {
-		return
-	}
+func (r *runner) resize(rows, cols int) {
 	r.sess.Quiesce(func(vt.DrawState) {
-		r.setSize(int(ws.Row), int(ws.Col))
+		r.setSize(rows, cols)
 		if err := r.sess.Resize(r.innerRows(), r.cols); err != nil {
 			r.log.Warn("resizing the terminal failed", "err", err)
 		}

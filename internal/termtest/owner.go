@@ -25,27 +25,54 @@ type OwnerConfig struct {
 	Server     *agentsock.Server // the session is attached to it when set
 }
 
-// Owner is the owner's terminal (term.Run) on a real PTY. The test holds
-// the PTY's master side as the person's terminal emulator would: what the
-// owner sees is the master's output run through an independent emulator,
-// whose answers to queries go back as a terminal's would, and typing is
-// writing to the master.
+// Terminal is the person's terminal emulator on the master side of a real
+// PTY: what the person sees is the master's output run through an
+// independent emulator (charmbracelet/x/vt), whose answers to queries go
+// back as a terminal's would; typing is writing to the master.
+type Terminal struct {
+	t      testing.TB
+	Master *os.File
+	Slave  *os.File
+
+	mu     sync.Mutex
+	emu    *cvt.Emulator
+	chunks chan struct{} // signalled on every chunk of output
+	log    []byte        // everything the terminal received
+}
+
+// NewTerminal opens a PTY of the given size with an emulator on its master.
+func NewTerminal(t testing.TB, rows, cols int) *Terminal {
+	t.Helper()
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Fatalf("open pty: %v", err)
+	}
+	if err := pty.Setsize(master, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
+		t.Fatal(err)
+	}
+	tm := &Terminal{t: t, Master: master, Slave: slave, emu: cvt.NewEmulator(cols, rows), chunks: make(chan struct{}, 1)}
+	go tm.readMaster()
+	go tm.answerQueries()
+	t.Cleanup(func() {
+		slave.Close()
+		master.Close()
+		// Ends answerQueries; the emulator's own Close races with its Read.
+		tm.emu.InputPipe().(*io.PipeWriter).Close()
+	})
+	return tm
+}
+
+// Owner is the owner's terminal (term.Run) on a [Terminal].
 type Owner struct {
-	t       testing.TB
-	master  *os.File
-	slave   *os.File
+	*Terminal
 	resized chan struct{}
 	done    chan struct{}
 	code    int
 	err     error
 
-	mu      sync.Mutex
-	emu     *cvt.Emulator
-	chunks  chan struct{} // signalled on every chunk of output
-	sess    *session.Session
-	ready   chan struct{}
-	written int
-	log     []byte // everything the person's terminal received
+	mu    sync.Mutex
+	sess  *session.Session
+	ready chan struct{}
 }
 
 // Shell returns a bash configured the same way everywhere: no rc files,
@@ -66,21 +93,11 @@ func StartOwner(t testing.TB, cfg OwnerConfig) *Owner {
 	if cfg.Rows == 0 {
 		cfg.Rows, cfg.Cols = 24, 80
 	}
-	master, slave, err := pty.Open()
-	if err != nil {
-		t.Fatalf("open pty: %v", err)
-	}
-	if err := pty.Setsize(master, &pty.Winsize{Rows: uint16(cfg.Rows), Cols: uint16(cfg.Cols)}); err != nil {
-		t.Fatal(err)
-	}
 	o := &Owner{
-		t: t, master: master, slave: slave,
-		resized: make(chan struct{}, 1), done: make(chan struct{}),
-		emu: cvt.NewEmulator(cfg.Cols, cfg.Rows), chunks: make(chan struct{}, 1),
+		Terminal: NewTerminal(t, cfg.Rows, cfg.Cols),
+		resized:  make(chan struct{}, 1), done: make(chan struct{}),
 		ready: make(chan struct{}),
 	}
-	go o.readMaster()
-	go o.answerQueries()
 	ctx, cancel := context.WithCancel(context.Background())
 	rc := term.Config{
 		Session: cfg.Session,
@@ -100,7 +117,7 @@ func StartOwner(t testing.TB, cfg OwnerConfig) *Owner {
 		},
 	}
 	go func() {
-		o.code, o.err = term.Run(ctx, slave, rc)
+		o.code, o.err = term.Run(ctx, o.Slave, rc)
 		close(o.done)
 	}()
 	t.Cleanup(func() {
@@ -110,10 +127,6 @@ func StartOwner(t testing.TB, cfg OwnerConfig) *Owner {
 		case <-time.After(Timeout):
 			t.Error("the owner's terminal did not stop")
 		}
-		slave.Close()
-		master.Close()
-		// Ends answerQueries; the emulator's own Close races with its Read.
-		o.emu.InputPipe().(*io.PipeWriter).Close()
 	})
 	select {
 	case <-o.ready:
@@ -132,14 +145,13 @@ func (o *Owner) Session() *session.Session {
 	return o.sess
 }
 
-func (o *Owner) readMaster() {
+func (o *Terminal) readMaster() {
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := o.master.Read(buf)
+		n, err := o.Master.Read(buf)
 		if n > 0 {
 			o.mu.Lock()
 			o.emu.Write(buf[:n])
-			o.written += n
 			o.log = append(o.log, buf[:n]...)
 			o.mu.Unlock()
 			select {
@@ -155,12 +167,12 @@ func (o *Owner) readMaster() {
 
 // answerQueries sends the emulator's answers (to device attribute and
 // cursor queries, say) back as the person's terminal would.
-func (o *Owner) answerQueries() {
+func (o *Terminal) answerQueries() {
 	buf := make([]byte, 1024)
 	for {
 		n, err := o.emu.Read(buf)
 		if n > 0 {
-			o.master.Write(buf[:n])
+			o.Master.Write(buf[:n])
 		}
 		if err != nil {
 			return
@@ -169,21 +181,21 @@ func (o *Owner) answerQueries() {
 }
 
 // Type writes what the person types.
-func (o *Owner) Type(s string) {
+func (o *Terminal) Type(s string) {
 	o.t.Helper()
-	if _, err := o.master.Write([]byte(s)); err != nil {
+	if _, err := o.Master.Write([]byte(s)); err != nil {
 		o.t.Fatalf("type: %v", err)
 	}
 }
 
 // Action presses the prefix key (Ctrl-]) and then key.
-func (o *Owner) Action(key byte) {
+func (o *Terminal) Action(key byte) {
 	o.t.Helper()
 	o.Type(string([]byte{term.DefaultPrefix, key}))
 }
 
 // Screen returns every row the person sees, trailing blanks trimmed.
-func (o *Owner) Screen() []string {
+func (o *Terminal) Screen() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	rows := o.emu.Height()
@@ -201,7 +213,7 @@ func (o *Owner) Screen() []string {
 }
 
 // Cursor returns the person's cursor position and whether it is shown.
-func (o *Owner) Cursor() (row, col int, visible bool) {
+func (o *Terminal) Cursor() (row, col int, visible bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	p := o.emu.CursorPosition()
@@ -210,20 +222,20 @@ func (o *Owner) Cursor() (row, col int, visible bool) {
 
 // AltScreen reports whether the person's terminal shows its alternate
 // screen.
-func (o *Owner) AltScreen() bool {
+func (o *Terminal) AltScreen() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.emu.IsAltScreen()
 }
 
 // Bar returns the last row: the owner bar.
-func (o *Owner) Bar() string {
+func (o *Terminal) Bar() string {
 	s := o.Screen()
 	return s[len(s)-1]
 }
 
 // WaitScreen waits until cond holds for the screen and returns it.
-func (o *Owner) WaitScreen(what string, cond func(rows []string) bool) []string {
+func (o *Terminal) WaitScreen(what string, cond func(rows []string) bool) []string {
 	o.t.Helper()
 	deadline := time.Now().Add(Timeout)
 	for {
@@ -242,37 +254,45 @@ func (o *Owner) WaitScreen(what string, cond func(rows []string) bool) []string 
 }
 
 // WaitText waits until the screen shows text.
-func (o *Owner) WaitText(text string) []string {
+func (o *Terminal) WaitText(text string) []string {
 	o.t.Helper()
 	return o.WaitScreen(text, func(rows []string) bool { return strings.Contains(strings.Join(rows, "\n"), text) })
 }
 
 // WaitBar waits until the owner bar shows text.
-func (o *Owner) WaitBar(text string) string {
+func (o *Terminal) WaitBar(text string) string {
 	o.t.Helper()
 	s := o.WaitScreen("the bar to show "+text, func(rows []string) bool { return strings.Contains(rows[len(rows)-1], text) })
 	return s[len(s)-1]
 }
 
 // Received returns everything the person's terminal received so far.
-func (o *Owner) Received() []byte {
+func (o *Terminal) Received() []byte {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]byte(nil), o.log...)
 }
 
 // Chunks is signalled (without queueing) when output reaches the person.
-func (o *Owner) Chunks() <-chan struct{} { return o.chunks }
+func (o *Terminal) Chunks() <-chan struct{} { return o.chunks }
 
-// Resize changes the person's window, as dragging its corner does.
-func (o *Owner) Resize(rows, cols int) {
+// Resize changes the person's window, as dragging its corner does (the
+// kernel signals the PTY's foreground process).
+func (o *Terminal) Resize(rows, cols int) {
 	o.t.Helper()
 	o.mu.Lock()
 	o.emu.Resize(cols, rows)
 	o.mu.Unlock()
-	if err := pty.Setsize(o.master, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
+	if err := pty.Setsize(o.Master, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
 		o.t.Fatal(err)
 	}
+}
+
+// Resize changes the person's window and tells the owner's terminal, which
+// runs in the test process and gets no SIGWINCH.
+func (o *Owner) Resize(rows, cols int) {
+	o.t.Helper()
+	o.Terminal.Resize(rows, cols)
 	o.resized <- struct{}{}
 }
 
