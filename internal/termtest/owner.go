@@ -1,6 +1,7 @@
 package termtest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -271,6 +272,20 @@ func (o *Terminal) Received() []byte {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]byte(nil), o.log...)
+}
+
+// Len returns how many bytes the person's terminal has received.
+func (o *Terminal) Len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.log)
+}
+
+// ReceivedSince reports whether the terminal received b after the first off bytes.
+func (o *Terminal) ReceivedSince(off int, b byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return off <= len(o.log) && bytes.IndexByte(o.log[off:], b) >= 0
 }
 
 // Chunks is signalled (without queueing) when output reaches the person.

@@ -282,15 +282,21 @@ func (c *conn) respond(id json.RawMessage, result json.RawMessage, check *bounda
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	r := response{ID: id, Result: result}
+	var line []byte
 	if err != nil {
-		r.Result = nil
-		r.Error = c.wireError(err)
-	} else if result == nil {
-		r.Result = json.RawMessage("null")
+		line, _ = json.Marshal(response{ID: id, Error: c.wireError(err)})
+		line = append(line, '\n')
+	} else {
+		if result == nil {
+			result = json.RawMessage("null")
+		}
+		// Results come from json.Marshal: written as they are, without
+		// encoding/json checking and compacting them once more.
+		line = make([]byte, 0, len(id)+len(result)+len(`{"id":,"result":}`)+1)
+		line = append(append(append(append(line, `{"id":`...), id...), `,"result":`...), result...)
+		line = append(line, "}\n"...)
 	}
-	line, _ := json.Marshal(r)
-	c.enqueue(outItem{line: append(line, '\n'), id: id, response: true, check: check})
+	c.enqueue(outItem{line: line, id: id, response: true, check: check})
 }
 
 func (c *conn) wireError(err error) *wireError {

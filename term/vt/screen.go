@@ -218,12 +218,18 @@ func (s *Screen) Cell(row, col int) Cell { return s.grid()[row][col] }
 // withhold, cells whose rendition is [Attr.Withheld] read as blanks.
 func (s *Screen) Line(row int, withhold bool) string {
 	var b strings.Builder
+	b.Grow(s.cols)
 	for _, c := range s.grid()[row] {
-		if withhold && c.Width > 0 && c.Rune != 0 && c.Attr.Withheld() {
-			b.WriteString(strings.Repeat(" ", int(c.Width)))
-			continue
+		switch {
+		case c.Width == 0:
+		case c.Rune == 0 || withhold && c.Attr.Withheld():
+			for range c.Width {
+				b.WriteByte(' ')
+			}
+		default:
+			b.WriteRune(c.Rune)
+			b.WriteString(c.Comb)
 		}
-		b.WriteString(c.Text())
 	}
 	return strings.TrimRight(b.String(), " ")
 }
