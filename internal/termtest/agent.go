@@ -160,6 +160,16 @@ func (a *Agent) Answered(id string) bool {
 	return ok
 }
 
+// Settle waits until id is answered or the connection closed, and
+// reports whether it was answered.
+func (a *Agent) Settle(id string) bool {
+	a.wait(func() bool {
+		_, ok := a.responses[id]
+		return ok || a.closed
+	})
+	return a.Answered(id)
+}
+
 // Call sends a request and waits for its response.
 func (a *Agent) Call(method string, params any) Msg {
 	a.t.Helper()

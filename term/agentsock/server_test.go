@@ -360,3 +360,42 @@ func TestOriginalRequestLimit(t *testing.T) {
 	_ = s
 	_ = conn
 }
+
+// MaxConnections sockets are served; one more is closed at once, and a
+// place that comes free is taken again.
+func TestConnectionLimit(t *testing.T) {
+	var trace lockedBuffer
+	_, path := termtest.StartServer(t, agentsock.Config{MaxConnections: 2, Admission: agentsock.AdmissionOpen, TraceRefusals: true, Trace: &trace})
+	a := termtest.Dial(t, path)
+	a.Hello("one")
+	b := termtest.Dial(t, path)
+	b.Hello("two")
+	served := func() bool {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(termtest.Timeout))
+		fmt.Fprintln(c, `{"id":1,"method":"hello","params":{"kind":"agent"}}`)
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatal("neither served nor closed")
+		}
+		return err == nil && strings.Contains(line, `"granted"`)
+	}
+	if served() {
+		t.Fatal("a third connection was served")
+	}
+	if !strings.Contains(trace.String(), "connection limit reached limit=2") {
+		t.Fatalf("trace %q", trace.String())
+	}
+	a.Close()
+	deadline := time.Now().Add(termtest.Timeout)
+	for !served() {
+		if time.Now().After(deadline) {
+			t.Fatal("no connection was served after one closed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
