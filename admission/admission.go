@@ -1,12 +1,16 @@
-// Package admission is one connection's standing with the owner: pending
-// until the owner answers, then granted or denied for good.
+// Package admission is the owner's standing decision on one connection:
+// pending until the owner answers, then granted or denied for good.
 //
-// A [Ticket] belongs to one connection and never to its label, so a later
-// connection that calls itself by the same name starts pending again. While
-// a ticket is pending, discovery requests are answered [ErrPending] at once
-// and every other request waits up to [Wait] for the owner's answer, so the
-// first real request succeeds right after the owner allows it. A denial is
-// final: every later request gets [ErrDenied].
+// It is the agent socket spec's admission model, shared by every socket the
+// broker serves (the v1 client socket under --admission=prompt, and the
+// agent socket of shared terminals): discovery requests of a pending
+// connection are answered at once, any other request waits up to [Wait] for
+// the owner, and a denial is final for that connection. A ticket belongs to
+// one connection; nothing about it is ever inherited by a later connection
+// with the same label.
+//
+// The package holds state only. Who asks the owner, and how, is the
+// caller's: [Ticket.StartAsking] says whether a question should be put now.
 package admission
 
 import (
@@ -17,36 +21,43 @@ import (
 )
 
 // Wait bounds how long a pending connection's non-discovery request waits
-// for the owner's answer before it is answered [ErrPending].
+// for the owner's answer.
 const Wait = 25 * time.Second
 
-// Errors returned by [Ticket.Await].
-var (
-	// ErrPending is returned while the owner has not answered: at once for
-	// discovery, after [Wait] for anything else.
-	ErrPending = errors.New("admission: the owner has not answered yet")
-	// ErrDenied is returned for every request of a connection the owner
-	// refused; the refusal is final for that connection.
-	ErrDenied = errors.New("admission: the owner refused this connection")
-)
+// ProviderMethod is the request the broker sends an owner surface (the
+// extension) to ask the owner about a v1 client connection.
+const ProviderMethod = "admission.request"
 
-// State is a ticket's standing, named as the wire names it.
+// State is a connection's admission state, as status reports and events
+// name it.
 type State string
 
-// The states of a ticket. Pending moves once to Granted or Denied.
+// States.
 const (
 	Pending State = "pending"
 	Granted State = "granted"
 	Denied  State = "denied"
 )
 
-// Ticket is one connection's admission. Its methods are safe for concurrent
-// use.
+// Errors returned by [Ticket.Await]; callers map them to their protocol's
+// codes (ADMISSION_PENDING / ADMISSION_DENIED, admission_pending /
+// admission_denied).
+var (
+	// ErrPending means the owner has not answered (yet): at once for a
+	// discovery request, after [Wait] for any other.
+	ErrPending = errors.New("admission: waiting for the owner")
+	// ErrDenied means the owner refused the connection. It is final.
+	ErrDenied = errors.New("admission: the owner refused this connection")
+)
+
+// Ticket is one connection's standing with the owner. Its methods are safe
+// for concurrent use.
 type Ticket struct {
 	since time.Time
 
 	mu      sync.Mutex
 	state   State
+	asking  bool          // a question is with the owner (or waiting for a way to ask)
 	decided chan struct{} // closed when the owner answers
 }
 
@@ -55,21 +66,45 @@ func New() *Ticket {
 	return &Ticket{since: time.Now(), state: Pending, decided: make(chan struct{})}
 }
 
-// State returns the ticket's current standing.
-func (t *Ticket) State() State {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.state
-}
-
-// Since returns when the ticket was created (when the connection asked).
+// Since returns when the connection started waiting.
 func (t *Ticket) Since() time.Time { return t.since }
 
-// Decide records the owner's answer. Only the first answer counts: it
+// State returns the state and whether the owner is being asked now.
+func (t *Ticket) State() (State, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state, t.asking
+}
+
+// StartAsking reports whether the caller should put a question to the owner
+// now: true only for a pending ticket with no question under way, which it
+// then marks as asking. The caller must end the question with
+// [Ticket.Decide] or [Ticket.Unanswered].
+func (t *Ticket) StartAsking() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != Pending || t.asking {
+		return false
+	}
+	t.asking = true
+	return true
+}
+
+// Unanswered ends a question that got no answer (no owner surface to ask,
+// the surface went away, a malformed answer): the ticket stays pending and
+// the next request asks again.
+func (t *Ticket) Unanswered() {
+	t.mu.Lock()
+	t.asking = false
+	t.mu.Unlock()
+}
+
+// Decide records the owner's answer. Only the first answer counts; it
 // reports whether this one did.
 func (t *Ticket) Decide(allowed bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.asking = false
 	if t.state != Pending {
 		return false
 	}
@@ -81,12 +116,15 @@ func (t *Ticket) Decide(allowed bool) bool {
 	return true
 }
 
-// Await lets a request through once the connection is admitted. A denied
-// ticket returns [ErrDenied]. A pending one returns [ErrPending] at once for
+// Decided returns a channel closed when the owner answers.
+func (t *Ticket) Decided() <-chan struct{} { return t.decided }
+
+// Await lets a request through once the connection is granted. A denied
+// connection gets [ErrDenied]. A pending one gets [ErrPending] at once for
 // a discovery request; any other request waits up to [Wait] for the answer
-// (then [ErrPending]) or until ctx is done (then ctx's error).
+// (then [ErrPending]), or until ctx ends (ctx.Err()).
 func (t *Ticket) Await(ctx context.Context, discovery bool) error {
-	switch t.State() {
+	switch s, _ := t.State(); s {
 	case Granted:
 		return nil
 	case Denied:
@@ -99,7 +137,7 @@ func (t *Ticket) Await(ctx context.Context, discovery bool) error {
 	defer timer.Stop()
 	select {
 	case <-t.decided:
-		if t.State() == Granted {
+		if s, _ := t.State(); s == Granted {
 			return nil
 		}
 		return ErrDenied

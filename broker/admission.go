@@ -4,11 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/dsh-browser/broker/admission"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -27,115 +28,41 @@ const (
 	// AdmissionWait bounds how long a pending connection's non-discovery
 	// request waits for the owner's answer, and how long a question waits
 	// for a browser to connect when none is.
-	AdmissionWait = 25 * time.Second
+	AdmissionWait = admission.Wait
 	// admissionAskTimeout bounds one admission.request to a provider; the
 	// extension answers within 60 s (its window's own timeout).
 	admissionAskTimeout = 90 * time.Second
 )
 
-// Admission states of a client connection, as broker.status and the
-// broker.admission event name them.
-const (
-	admissionPending = "pending"
-	admissionGranted = "granted"
-	admissionDenied  = "denied"
-)
-
-// discovery names the client methods a pending connection is answered at
-// once (ADMISSION_PENDING) instead of waiting for the owner.
-var discovery = map[string]bool{
-	"broker.status":     true,
-	"browser.instances": true,
-	"browser.tabs":      true,
-}
-
-// admission is one client connection's standing with the owner. It exists
-// only under --admission=prompt; the answer is final for the connection and
-// belongs to it alone (never to its label).
-type admission struct {
-	since time.Time
-
-	mu      sync.Mutex
-	state   string        // pending, granted or denied
-	asking  bool          // a question is with a provider (or waiting for one)
-	decided chan struct{} // closed when the owner answers
-}
-
-func newAdmission() *admission {
-	return &admission{since: time.Now(), state: admissionPending, decided: make(chan struct{})}
-}
-
-// current returns the state and whether the owner is being asked.
-func (a *admission) current() (string, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.state, a.asking
-}
-
-// decide records the owner's answer once; it reports whether it did.
-func (a *admission) decide(allowed bool) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.asking = false
-	if a.state != admissionPending {
-		return false
-	}
-	a.state = admissionDenied
-	if allowed {
-		a.state = admissionGranted
-	}
-	close(a.decided)
-	return true
-}
-
-// awaitAdmission lets a request of an admitted connection through. A denied
-// connection gets ADMISSION_DENIED. A pending one gets ADMISSION_PENDING at
-// once for discovery; any other request waits up to [AdmissionWait] for the
-// owner's answer. A pending connection with no question under way (the last
-// one could not be put or was not answered) asks the owner again.
-func (p *peer) awaitAdmission(ctx context.Context, method string) error {
-	a := p.adm
+// awaitAdmission lets a request of an admitted connection through (see
+// package admission). A pending connection with no question under way (the
+// last one could not be put or was not answered) asks the owner again.
+func (p *peer) awaitAdmission(ctx context.Context, w *welcomed, m route) error {
+	a := w.adm
 	if a == nil {
 		return nil
 	}
-	a.mu.Lock()
-	state := a.state
-	if state == admissionPending && !a.asking {
-		a.asking = true
-		go p.s.askOwner(p)
+	if a.StartAsking() {
+		go p.s.askOwner(p, a)
 	}
-	a.mu.Unlock()
-	switch state {
-	case admissionGranted:
-		return nil
-	case admissionDenied:
-		return wire.Err(wire.CodeAdmissionDenied)
-	}
-	if discovery[method] {
-		return wire.Err(wire.CodeAdmissionPending)
-	}
-	t := time.NewTimer(AdmissionWait)
-	defer t.Stop()
-	select {
-	case <-a.decided:
-		if s, _ := a.current(); s == admissionGranted {
-			return nil
-		}
-		return wire.Err(wire.CodeAdmissionDenied)
-	case <-t.C:
-		return wire.Err(wire.CodeAdmissionPending)
-	case <-ctx.Done():
-		return ctx.Err()
+	switch err := a.Await(ctx, m.Discovery); {
+	case errors.Is(err, admission.ErrPending):
+		return p.admissionCode(wire.CodeAdmissionPending)
+	case errors.Is(err, admission.ErrDenied):
+		return p.admissionCode(wire.CodeAdmissionDenied)
+	default:
+		return err
 	}
 }
 
-// denied reports whether the owner refused this connection.
-func (p *peer) denied() bool {
-	if p.adm == nil {
-		return false
+// admissionCode returns an admission code for a client that knows it (it
+// listed broker.admission.v1 in its hello), and the nearest code of the
+// reference's registry, POLICY_DENIED, for one that does not.
+func (p *peer) admissionCode(code wire.Code) error {
+	if p.Capable(wire.CapAdmission) {
+		return wire.Err(code)
 	}
-	s, _ := p.adm.current()
-	return s == admissionDenied
+	return wire.Err(wire.CodePolicyDenied)
 }
 
 // AdmissionRequest is the params of the provider method admission.request.
@@ -157,14 +84,11 @@ type AdmissionConnection struct {
 // that could not be put or was not answered (no provider, a provider without
 // admission.request, a provider gone, a malformed answer) leaves the
 // connection pending, and its next request asks again.
-func (s *Server) askOwner(p *peer) {
-	a := p.adm
+func (s *Server) askOwner(p *peer, a *admission.Ticket) {
 	answered := false
 	defer func() {
 		if !answered {
-			a.mu.Lock()
-			a.asking = false
-			a.mu.Unlock()
+			a.Unanswered()
 		}
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -177,18 +101,18 @@ func (s *Server) askOwner(p *peer) {
 		}
 	}()
 
-	prov := s.waitProvider(ctx, AdmissionWait)
+	prov := s.waitOwnerSurface(ctx, AdmissionWait)
 	if prov == nil {
-		p.log.Info("admission: no browser connected to ask the owner; the connection stays pending", "client", p.label)
+		p.log.Info("admission: no owner surface (the owner's browser) is connected to ask; the connection stays pending", "client", p.label)
 		return
 	}
 	cctx, ccancel := context.WithTimeout(ctx, admissionAskTimeout)
 	defer ccancel()
 	req := AdmissionRequest{Connection: AdmissionConnection{ID: strconv.FormatUint(p.id, 10), Label: p.label}}
-	raw, err := prov.Call(cctx, "admission.request", req)
+	raw, err := prov.Call(cctx, admission.ProviderMethod, req)
 	if err != nil {
 		p.log.Info("admission: the owner was not asked or did not answer; the connection stays pending",
-			"client", p.label, "instance", prov.hello.Instance.ID, "code", rpc.CodeOf(err))
+			"client", p.label, "instance", prov.InstanceID(), "code", rpc.CodeOf(err))
 		return
 	}
 	var v struct {
@@ -199,26 +123,26 @@ func (s *Server) askOwner(p *peer) {
 		return
 	}
 	answered = true
-	if !a.decide(*v.Allowed) {
+	if !a.Decide(*v.Allowed) {
 		return
 	}
-	state := admissionDenied
+	state := admission.Denied
 	if *v.Allowed {
-		state = admissionGranted
+		state = admission.Granted
 	}
 	p.log.Info("admission: the owner answered", "client", p.label, "state", state)
-	p.Notify("broker.admission", map[string]string{"state": state})
+	p.Notify("broker.admission", map[string]admission.State{"state": state})
 }
 
-// waitProvider returns the first registered provider, waiting up to d for
-// one to register.
-func (s *Server) waitProvider(ctx context.Context, d time.Duration) *peer {
+// waitOwnerSurface returns the first ready provider that may put questions
+// to the owner, waiting up to d for one to register.
+func (s *Server) waitOwnerSurface(ctx context.Context, d time.Duration) *peer {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		s.mu.Lock()
 		for _, p := range s.providers {
-			if p.ready {
+			if p.ready && p.state.Load().ownerSurface {
 				s.mu.Unlock()
 				return p
 			}
@@ -253,11 +177,12 @@ func (s *Server) pendingList() []StatusConnection {
 	s.mu.Unlock()
 	out := []StatusConnection{}
 	for _, p := range peers {
-		if p.role() != wire.RoleClient || p.adm == nil {
+		w := p.state.Load()
+		if w == nil || w.adm == nil {
 			continue
 		}
-		if state, asking := p.adm.current(); state == admissionPending {
-			out = append(out, StatusConnection{ID: p.id, Label: p.label, Since: p.adm.since.UTC().Truncate(time.Second), Asking: asking})
+		if state, asking := w.adm.State(); state == admission.Pending {
+			out = append(out, StatusConnection{ID: p.id, Label: p.label, Since: w.adm.Since().UTC().Truncate(time.Second), Asking: asking})
 		}
 	}
 	slices.SortFunc(out, func(a, b StatusConnection) int { return cmp.Compare(a.ID, b.ID) })

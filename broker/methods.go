@@ -1,74 +1,145 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/dsh-browser/broker/browser"
+	"errors"
+	"fmt"
+	"log/slog"
 	"os"
+	"runtime"
+	"slices"
 	"time"
 
+	"github.com/dsh-browser/broker/journal"
+	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/wire"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-type method func(s *Server, ctx context.Context, p *peer, params json.RawMessage) (any, error)
+// route is a client method and the service that serves it (nil for the
+// broker's own).
+type route struct {
+	service.Method
+	svc    service.Service
+	params *jsonschema.Schema // compiled Method.Schema, or nil
+}
 
-// runtimeMethod adapts a browser.Runtime method to the dispatch table.
-func runtimeMethod(f func(*browser.Runtime, context.Context, browser.Client, json.RawMessage) (any, error)) method {
-	return func(s *Server, ctx context.Context, p *peer, params json.RawMessage) (any, error) {
-		return f(s.rt, ctx, p, params)
+// compileParams compiles a method's params schema.
+func compileParams(method string, schema json.RawMessage) (*jsonschema.Schema, error) {
+	if schema == nil {
+		return nil, nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("broker: params schema of %s: %w", method, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "urn:dsh:params:" + method
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("broker: params schema of %s: %w", method, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("broker: params schema of %s: %w", method, err)
+	}
+	return s, nil
+}
+
+// brokerMethods are the broker's own client methods.
+func brokerMethods() map[string]route {
+	return map[string]route{
+		"broker.status": {Method: service.Method{ReadOnly: true, Discovery: true}},
 	}
 }
 
-// readOnly names the client methods that only read: a half-closed client
-// still gets their answers.
-var readOnly = map[string]bool{
-	"broker.status":         true,
-	"browser.capture":       true,
-	"browser.frames":        true,
-	"browser.instances":     true,
-	"browser.observe":       true,
-	"browser.readPage":      true,
-	"browser.tabs":          true,
-	"browser.validateLease": true,
+// call validates a client method's params against its schema, runs it and
+// turns its error into a wire error.
+func (s *Server) call(ctx context.Context, p *peer, req *rpc.Request, m route) (any, error) {
+	if m.params != nil {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(req.Params))
+		if err == nil {
+			err = m.params.Validate(doc)
+		}
+		if err != nil {
+			s.refuse("params do not match the method's schema", "conn", p.id, "method", req.Method, "err", err)
+			return nil, wire.Err(wire.CodeInvalidRequest)
+		}
+	}
+	var v any
+	var err error
+	if m.Handle != nil {
+		v, err = m.Handle(ctx, p, req.Params)
+	} else {
+		v, err = s.status(req.Params) // the one broker method with no service
+	}
+	return v, s.wireError(err, req.Method, p)
 }
 
-// clientMethods is every method a welcomed client may call, kept sorted.
-var clientMethods = map[string]method{
-	"broker.status":          (*Server).status,
-	"browser.act":            runtimeMethod((*browser.Runtime).Act),
-	"browser.batch":          runtimeMethod((*browser.Runtime).Batch),
-	"browser.capture":        runtimeMethod((*browser.Runtime).Capture),
-	"browser.claim":          runtimeMethod((*browser.Runtime).Claim),
-	"browser.frames":         runtimeMethod((*browser.Runtime).Frames),
-	"browser.instances":      (*Server).instances,
-	"browser.observe":        runtimeMethod((*browser.Runtime).Observe),
-	"browser.readPage":       runtimeMethod((*browser.Runtime).ReadPage),
-	"browser.release":        runtimeMethod((*browser.Runtime).Release),
-	"browser.releaseSession": runtimeMethod((*browser.Runtime).ReleaseSession),
-	"browser.tabs":           runtimeMethod((*browser.Runtime).Tabs),
-	"browser.validateLease":  runtimeMethod((*browser.Runtime).ValidateLease),
+// wireError returns err as the wire will carry it: a *wire.Error as is,
+// the end of the request's context as CANCELLED, and anything else — an
+// error no handler expected — as INTERNAL_ERROR, logged here once with its
+// cause so it is never lost.
+func (s *Server) wireError(err error, method string, p *peer) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*wire.Error](err); ok {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err // rpc answers CANCELLED
+	}
+	p.log.Error("internal error", "method", method, "err", err)
+	return wire.Err(wire.CodeInternalError)
 }
 
-// BrowserInstance is one connected browser, as browser.instances reports it.
-type BrowserInstance struct {
-	ID           string          `json:"id"`
-	Family       string          `json:"family"`
-	Brand        string          `json:"brand"`
-	Version      string          `json:"version"`
-	ProfileLabel string          `json:"profileLabel"`
-	Capabilities map[string]bool `json:"capabilities"`
+// The service.Host side of the server.
+
+// Provider returns the ready provider of an instance, or nil.
+func (s *Server) Provider(instanceID string) service.Provider {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.providers {
+		if p.ready && p.state.Load().hello.Instance.ID == instanceID {
+			return p
+		}
+	}
+	return nil
 }
 
-// instanceFeatures names what the broker can do with an instance, in the
-// reference's vocabulary. A feature turns true in the change that implements
-// it end to end.
-var instanceFeatures = []string{
-	"ax", "axSubtree", "dom", "screenshot", "keyboard", "keyboardShortcuts",
-	"domScroll", "wheel", "setChecked", "contenteditableFill", "appendText",
-	"stateExpectations", "batch", "pageWindows", "tabScopedNavigation",
-	"frameDiscovery", "sameOriginFrameRead", "sameOriginFrameClick",
-	"sameOriginFrameQuery", "sameOriginFrameSubtree", "sameOriginFramePage", "oopif",
+// Providers returns the ready providers of a kind, in joining order.
+func (s *Server) Providers(kind string) []service.Provider {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []service.Provider
+	for _, p := range s.providers {
+		if p.ready && p.state.Load().hello.ProviderKind() == kind {
+			out = append(out, p)
+		}
+	}
+	return out
 }
+
+// Client returns the live client connection with this ID, or nil.
+func (s *Server) Client(conn uint64) service.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range s.peers {
+		if p.id == conn && p.role() == wire.RoleClient {
+			return p
+		}
+	}
+	return nil
+}
+
+// Journal returns the action journal, or nil without a state directory.
+func (s *Server) Journal() *journal.Journal { return s.journal }
+
+// Logger returns the broker's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
 
 // noParams rejects any params but an empty object.
 func noParams(params json.RawMessage) error {
@@ -79,100 +150,54 @@ func noParams(params json.RawMessage) error {
 	return nil
 }
 
-func (s *Server) instanceList() []BrowserInstance {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]BrowserInstance, 0, len(s.providers))
-	for _, p := range s.providers {
-		if !p.ready {
-			continue // its welcome is not out yet
-		}
-		in := p.hello.Instance
-		caps := make(map[string]bool, len(instanceFeatures))
-		for _, f := range instanceFeatures {
-			caps[f] = false
-		}
-		for _, f := range []string{"ax", "keyboard", "appendText", "batch"} {
-			caps[f] = true // on every provider: the required capabilities
-		}
-		caps["screenshot"] = p.Capable(browser.CapCapture)
-		caps["frameDiscovery"] = p.Capable(browser.CapFramesList)
-		caps["pageWindows"] = p.Capable(browser.CapAXPage)
-		caps["sameOriginFrameRead"] = p.Capable(browser.CapFrameRead) && p.Capable(browser.CapFramesList)
-		caps["sameOriginFrameQuery"] = caps["sameOriginFrameRead"]
-		caps["sameOriginFrameClick"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapFrameInput)
-		caps["sameOriginFramePage"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapAXPage)
-		out = append(out, BrowserInstance{
-			ID: in.ID, Family: in.Family, Brand: in.Brand, Version: in.Version,
-			ProfileLabel: in.ProfileLabel, Capabilities: caps,
-		})
-	}
-	return out
-}
-
-func (s *Server) instances(_ context.Context, _ *peer, params json.RawMessage) (any, error) {
-	if err := noParams(params); err != nil {
-		return nil, err
-	}
-	return s.instanceList(), nil
-}
-
 // Status is the value of broker.status: a summary for `broker status`.
+// Services holds each provider kind's own section, by kind.
 type Status struct {
-	Version      string             `json:"version"`
-	PID          int                `json:"pid"`
-	AccessMode   string             `json:"accessMode"`
-	Admission    string             `json:"admission"` // open or prompt
-	Pending      []StatusConnection `json:"pendingConnections"`
-	StartedAt    time.Time          `json:"startedAt"`
-	Connections  int                `json:"connections"`
-	Capabilities []string           `json:"capabilities"`
-	Instances    []BrowserInstance  `json:"instances"`
-	Leases       []StatusLease      `json:"leases"`
-	Journal      *JournalStatus     `json:"journal,omitempty"`
-	AllowOrigins []string           `json:"allowOrigins,omitempty"`
-	MaxSockets   int                `json:"maxSockets"`
-	MaxProviders int                `json:"maxProviders"`
+	Version            string                     `json:"version"`
+	PID                int                        `json:"pid"`
+	Admission          string                     `json:"admission"` // open or prompt
+	Pending            []StatusConnection         `json:"pendingConnections"`
+	StartedAt          time.Time                  `json:"startedAt"`
+	Connections        int                        `json:"connections"`
+	Goroutines         int                        `json:"goroutines"` // the daemon's, for spotting leaks
+	Capabilities       []string                   `json:"capabilities"`
+	Providers          map[string]int             `json:"providers"` // connected, by kind
+	Services           map[string]json.RawMessage `json:"services"`
+	Journal            *JournalStatus             `json:"journal,omitempty"`
+	MaxSockets         int                        `json:"maxSockets"`
+	MaxUnauthenticated int                        `json:"maxUnauthenticated"`
+	MaxProviders       int                        `json:"maxProviders"`
 }
 
-func (s *Server) status(_ context.Context, _ *peer, params json.RawMessage) (any, error) {
+func (s *Server) status(params json.RawMessage) (any, error) {
 	if err := noParams(params); err != nil {
 		return nil, err
 	}
-	return &Status{
-		Version:      s.cfg.Version,
-		PID:          os.Getpid(),
-		AccessMode:   s.cfg.AccessMode,
-		Admission:    s.cfg.Admission,
-		Pending:      s.pendingList(),
-		StartedAt:    s.started.UTC().Truncate(time.Second),
-		Connections:  int(s.sockets.Load()),
-		Capabilities: s.caps,
-		Instances:    s.instanceList(),
-		Leases:       s.leaseList(),
-		Journal:      s.journalStatus(),
-		AllowOrigins: s.cfg.AllowOrigins,
-		MaxSockets:   s.cfg.MaxConnections,
-		MaxProviders: s.cfg.MaxProviders,
-	}, nil
-}
-
-// StatusLease is one live lease as broker.status reports it (no token).
-type StatusLease struct {
-	ID        string    `json:"id"`
-	Tab       string    `json:"tab"`
-	Origin    string    `json:"origin"`
-	Scope     string    `json:"scope"`
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
-func (s *Server) leaseList() []StatusLease {
-	live := s.rt.Leases()
-	out := make([]StatusLease, 0, len(live))
-	for _, l := range live {
-		out = append(out, StatusLease{ID: l.ID, Tab: l.Tab, Origin: l.Origin, Scope: l.Scope, ExpiresAt: l.Expires.UTC().Truncate(time.Second)})
+	st := &Status{
+		Version:            s.cfg.Version,
+		PID:                os.Getpid(),
+		Admission:          s.cfg.Admission,
+		Pending:            s.pendingList(),
+		StartedAt:          s.started.UTC().Truncate(time.Second),
+		Connections:        int(s.sockets.Load()),
+		Goroutines:         runtime.NumGoroutine(),
+		Capabilities:       slices.Clone(s.caps),
+		Providers:          make(map[string]int),
+		Services:           make(map[string]json.RawMessage),
+		Journal:            s.journalStatus(),
+		MaxSockets:         s.cfg.MaxConnections,
+		MaxUnauthenticated: s.cfg.MaxUnauthenticated,
+		MaxProviders:       s.cfg.MaxProviders,
 	}
-	return out
+	for kind, svc := range s.kinds {
+		st.Providers[kind] = len(s.Providers(kind))
+		raw, err := json.Marshal(svc.Status())
+		if err != nil {
+			return nil, err
+		}
+		st.Services[kind] = raw
+	}
+	return st, nil
 }
 
 // JournalStatus is the journal's state as broker.status reports it.

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"net"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,3 +31,13 @@ func peerCred(c net.Conn) (uid, pid int, err error) {
 	}
 	return int(cred.Uid), int(cred.Pid), nil
 }
+
+// processExecutable returns the file a process runs, read through
+// /proc/PID/exe (it names the executable even when a launcher script
+// exec'd it).
+func processExecutable(pid int) (os.FileInfo, error) {
+	return os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+}
+
+// checkPlatform reports whether the broker can run here: it can on Linux.
+func checkPlatform() error { return nil }

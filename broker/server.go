@@ -1,23 +1,44 @@
 // Package broker is the daemon: it listens on the private Unix socket, admits
 // and authenticates peers, negotiates capabilities, registers providers and
-// routes client requests.
+// routes client requests to the services of the provider kinds it hosts
+// (package service).
 //
 // # Admission
 //
 // A connection is refused before a byte is read when the broker already holds
-// [Config.MaxConnections] sockets (authenticated or not) or when the peer
-// runs as another user (SO_PEERCRED). The first request must be hello, within
-// [HandshakeTimeout]; a rejected hello may be retried inside that same window
-// and gives no runtime access. Providers beyond [Config.MaxProviders] are
-// refused with QUEUE_FULL; nothing already registered is ever evicted.
+// [Config.MaxConnections] sockets, or when the peer runs as another user
+// (SO_PEERCRED). Sockets that have not completed a hello have their own,
+// smaller cap ([Config.MaxUnauthenticated]): past it, a newcomer evicts the
+// oldest unauthenticated socket of the process holding the most of them,
+// so one program reopening sockets cannot lock everyone else out. The first
+// request must be hello, within [HandshakeTimeout]; a rejected hello may be
+// retried inside that window ([MaxHelloAttempts] in all) and gives no
+// runtime access. Providers beyond [Config.MaxProviders] are refused with
+// QUEUE_FULL; nothing already registered is ever evicted.
 //
 // With [Config.Admission] set to [AdmissionPrompt] a client whose hello
 // succeeds is also pending until the owner allows it in the extension (the
-// provider method admission.request): discovery answers ADMISSION_PENDING at
-// once, other requests wait up to [AdmissionWait], and a denial is final for
-// that connection (ADMISSION_DENIED), never inherited by a later connection
-// with the same label. Providers are never subject to it: their authority is
-// the native-messaging allowlist.
+// provider method admission.request; package admission): discovery answers
+// ADMISSION_PENDING at once, other requests wait up to [AdmissionWait], and
+// a denial is final for that connection (ADMISSION_DENIED), never inherited
+// by a later connection with the same label. Providers are never subject
+// to it: their authority is the native-messaging allowlist.
+//
+// # Owner surfaces
+//
+// Owner questions (admission; claim approvals, which the browser kind puts
+// to its own provider) go only to a provider the owner's own software runs:
+// its peer process, read with SO_PEERCRED when it connected, is one of
+// [Config.OwnerExecutables] (nativehost beside the broker, and the broker
+// itself for `broker term`), and its kind shows owner questions. Any other
+// provider with the token may serve, but is never asked for consent.
+//
+// # Locks
+//
+// Lock order: peer.mu (serializes one peer's hello), then Server.mu. Server.mu
+// guards the peer and provider tables and is otherwise a leaf: nothing that
+// blocks or calls out runs under it. A peer's welcomed state is immutable
+// once published (peer.state), so reading it takes no lock.
 package broker
 
 import (
@@ -28,30 +49,30 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
-	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/wire"
 )
 
 // Defaults from the protocol.
 const (
-	DefaultMaxConnections = 64
-	DefaultMaxProviders   = 16
-	HandshakeTimeout      = 3 * time.Second
-)
-
-// Access modes.
-const (
-	AccessRestricted = "restricted"
-	AccessPersonal   = "personal"
+	DefaultMaxConnections     = 64
+	DefaultMaxUnauthenticated = 16
+	DefaultMaxProviders       = 16
+	HandshakeTimeout          = wire.HandshakeTimeout
+	// MaxHelloAttempts bounds the requests a peer may send before its
+	// welcome (a rejected hello may be retried); past it the connection is
+	// closed, so unauthenticated peers cannot fill the transport-ID set.
+	MaxHelloAttempts = 4
 )
 
 // Config configures a Server. RuntimeDir is required.
@@ -61,13 +82,19 @@ type Config struct {
 	SocketPath string       // default RUNTIME/broker.sock
 	Listener   net.Listener // a socket handed over by systemd; nil to listen on SocketPath
 
-	AccessMode   string   // restricted (default) or personal
-	AllowOrigins []string // restricted mode only
-	Admission    string   // open (default): the token admits a client; prompt: the owner does too
+	Admission string // open (default): the token admits a client; prompt: the owner does too
 
-	MaxConnections int // default 64
-	MaxProviders   int // default 16
-	Limits         rpc.Limits
+	// Services are the provider kinds the broker hosts, one per kind.
+	Services []service.Register
+	// OwnerExecutables are the programs whose providers may put questions
+	// to the owner (see the package comment). Default: nativehost in the
+	// broker's own directory, and the broker itself.
+	OwnerExecutables []string
+
+	MaxConnections     int // default 64
+	MaxUnauthenticated int // default 16
+	MaxProviders       int // default 16
+	Limits             rpc.Limits
 
 	Version string // reported by broker.status
 	Logger  *slog.Logger
@@ -76,17 +103,6 @@ type Config struct {
 func (cfg *Config) validate() error {
 	if cfg.RuntimeDir == "" {
 		return errors.New("broker: runtime directory not set")
-	}
-	switch cfg.AccessMode {
-	case "":
-		cfg.AccessMode = AccessRestricted
-	case AccessRestricted:
-	case AccessPersonal:
-		if len(cfg.AllowOrigins) > 0 {
-			return errors.New("--allow-origin applies to restricted mode only; personal mode allows every HTTP(S) tab")
-		}
-	default:
-		return fmt.Errorf("unknown access mode %q: use restricted or personal", cfg.AccessMode)
 	}
 	switch cfg.Admission {
 	case "":
@@ -104,8 +120,19 @@ func (cfg *Config) validate() error {
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = DefaultMaxConnections
 	}
+	if cfg.MaxUnauthenticated <= 0 {
+		cfg.MaxUnauthenticated = min(DefaultMaxUnauthenticated, cfg.MaxConnections)
+	}
+	if cfg.MaxUnauthenticated > cfg.MaxConnections {
+		return fmt.Errorf("max unauthenticated sockets (%d) above max connections (%d)", cfg.MaxUnauthenticated, cfg.MaxConnections)
+	}
 	if cfg.MaxProviders <= 0 {
 		cfg.MaxProviders = DefaultMaxProviders
+	}
+	if cfg.OwnerExecutables == nil {
+		if self, err := os.Executable(); err == nil {
+			cfg.OwnerExecutables = []string{self, filepath.Join(filepath.Dir(self), "nativehost")}
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -117,29 +144,38 @@ func (cfg *Config) validate() error {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	rt      *browser.Runtime
 	journal *journal.Journal // nil without a state directory
 	lock    *os.File         // broker.lock, held for the server's life
 	token   []byte
 	caps    []string
 	started time.Time
+	shed    rateLimited // warns about shed sockets at most once a minute
+
+	services []service.Service
+	kinds    map[string]service.Service // by kind name
+	methods  map[string]route           // client methods of every service, and broker.*
 
 	sockets atomic.Int64 // open sockets, authenticated or not
 	nextID  atomic.Uint64
 
 	mu             sync.Mutex
 	peers          map[*peer]struct{}
-	providers      []*peer       // registration order
-	providerJoined chan struct{} // closed and replaced when a provider registers
+	unauth         map[*peer]struct{} // sockets without a successful hello yet
+	providers      []*peer            // registration order
+	providerJoined chan struct{}      // closed and replaced when a provider registers
 	conns          sync.WaitGroup
 }
 
 // New prepares the runtime directory and token, takes the runtime
-// directory's lock (one broker per directory) and opens the journal, and
-// returns a Server ready to [Server.Serve]. A journal that cannot be trusted
-// does not stop the broker: it keeps serving reads and refuses actions with
-// JOURNAL_UNAVAILABLE, and says why in the log and in broker status.
+// directory's lock (one broker per directory), opens the journal and binds
+// the services, and returns a Server ready to [Server.Serve]. A journal
+// that cannot be trusted does not stop the broker: it keeps serving reads
+// and refuses actions with JOURNAL_UNAVAILABLE, and says why in the log and
+// in broker status.
 func New(cfg Config) (*Server, error) {
+	if err := checkPlatform(); err != nil {
+		return nil, err
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -154,30 +190,17 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	caps := wire.BrokerCapabilities()
-	if cfg.AccessMode == AccessPersonal {
-		caps = append(caps, wire.CapPersonalMode)
-	}
-	if cfg.Admission == AdmissionPrompt {
-		caps = append(caps, wire.CapAdmission)
-	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		lock:    lock,
 		token:   token,
-		caps:    caps,
 		started: time.Now(),
+		kinds:   make(map[string]service.Service),
 		peers:   make(map[*peer]struct{}),
+		unauth:  make(map[*peer]struct{}),
 
 		providerJoined: make(chan struct{}),
-	}
-	rc := browser.Config{
-		Personal:     cfg.AccessMode == AccessPersonal,
-		AllowOrigins: cfg.AllowOrigins,
-		Provider:     s.providerFor,
-		Client:       s.clientFor,
-		Logger:       cfg.Logger,
 	}
 	if cfg.StateDir != "" {
 		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
@@ -188,19 +211,65 @@ func New(cfg Config) (*Server, error) {
 		if p := s.journal.Err(); p != nil {
 			s.log.Error("the action journal is unavailable: actions are refused until it is fixed", "reason", p.Reason, "fix", p.Fix)
 		}
-		rc.Journal = s.journal
 	}
-	s.rt = browser.New(rc)
+	if err := s.bind(cfg.Services); err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// bind registers each kind's service: its kind, its capabilities and its
+// client methods, refusing a kind or a method name registered twice.
+func (s *Server) bind(regs []service.Register) error {
+	s.methods = brokerMethods()
+	s.caps = []string{wire.CapOrderedIDs}
+	if s.cfg.Admission == AdmissionPrompt {
+		s.caps = append(s.caps, wire.CapAdmission)
+	}
+	for _, reg := range regs {
+		svc, err := reg(s)
+		if err != nil {
+			return err
+		}
+		kind := svc.Kind().Name
+		if _, dup := s.kinds[kind]; dup {
+			return fmt.Errorf("broker: provider kind %q registered twice", kind)
+		}
+		s.kinds[kind] = svc
+		s.services = append(s.services, svc)
+		for name, m := range svc.Methods() {
+			if _, dup := s.methods[name]; dup {
+				return fmt.Errorf("broker: method %q registered twice", name)
+			}
+			params, err := compileParams(name, m.Schema)
+			if err != nil {
+				return err
+			}
+			s.methods[name] = route{svc: svc, Method: m, params: params}
+		}
+		for _, c := range svc.Offers() {
+			if !slices.Contains(s.caps, c) {
+				s.caps = append(s.caps, c)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) close() {
+	if s.journal != nil {
+		s.journal.Close()
+	}
+	s.lock.Close()
 }
 
 // Serve accepts connections until ctx is cancelled, then shuts down: it
 // closes the listener, closes every connection (their pending work is
 // cancelled) and waits for them. It returns nil after a clean shutdown.
 func (s *Server) Serve(ctx context.Context) error {
-	defer s.lock.Close()
+	defer s.close()
 	if s.journal != nil {
-		defer s.journal.Close()
 		jctx, stop := context.WithCancel(ctx)
 		defer stop()
 		go s.journal.Run(jctx) // hourly compaction
@@ -214,7 +283,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			return err
 		}
 	}
-	s.log.Info("broker listening", "socket", s.cfg.SocketPath, "access", s.cfg.AccessMode, "admission", s.cfg.Admission, "activated", !ownSocket)
+	s.log.Info("broker listening", "socket", s.cfg.SocketPath, "admission", s.cfg.Admission, "activated", !ownSocket)
 	daemon.SdNotify(false, daemon.SdNotifyReady) // no-op outside systemd
 
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
@@ -262,11 +331,11 @@ func (s *Server) acceptLoop(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// admit applies the socket cap and the peer-uid check, before any read.
+// admit applies the socket caps and the peer-uid check, before any read.
 func (s *Server) admit(c net.Conn) {
 	if s.sockets.Add(1) > int64(s.cfg.MaxConnections) {
 		s.sockets.Add(-1)
-		s.refuse("socket limit reached", "limit", s.cfg.MaxConnections)
+		s.shedding("socket limit reached", "limit", s.cfg.MaxConnections)
 		c.Close()
 		return
 	}
@@ -281,17 +350,75 @@ func (s *Server) admit(c net.Conn) {
 	log := s.log.With("conn", id, "pid", pid)
 	p := newPeer(s, c, id, pid, log)
 	s.mu.Lock()
+	victim := s.makeRoomLocked(p)
 	s.peers[p] = struct{}{}
+	s.unauth[p] = struct{}{}
 	s.mu.Unlock()
+	if victim != nil {
+		s.shedding("unauthenticated socket limit reached: closed the oldest of the process holding the most",
+			"limit", s.cfg.MaxUnauthenticated, "closed_pid", victim.pid, "newcomer_pid", pid)
+		s.releaseSocket(victim) // its slot is free now, not when its goroutine ends
+		victim.conn.Close()
+	}
 	s.conns.Add(1)
 	go func() {
 		defer s.conns.Done()
-		defer s.sockets.Add(-1)
+		defer s.releaseSocket(p)
 		p.run()
 		s.mu.Lock()
 		delete(s.peers, p)
+		delete(s.unauth, p)
 		s.mu.Unlock()
 	}()
+}
+
+// makeRoomLocked returns the unauthenticated peer to close so that p can
+// wait for its hello, or nil when there is room. The victim is the oldest
+// socket of the process holding the most unauthenticated sockets, and only
+// if that process holds more than p's: a newcomer never evicts an equal.
+// It is removed from the table at once.
+func (s *Server) makeRoomLocked(p *peer) *peer {
+	if len(s.unauth) < s.cfg.MaxUnauthenticated {
+		return nil
+	}
+	count := make(map[int]int)
+	for q := range s.unauth {
+		count[q.pid]++
+	}
+	var victim *peer
+	for q := range s.unauth {
+		if victim == nil || count[q.pid] > count[victim.pid] ||
+			(count[q.pid] == count[victim.pid] && q.id < victim.id) {
+			victim = q
+		}
+	}
+	if count[victim.pid] <= count[p.pid] {
+		victim = nil
+		// No fair victim: the newcomer is the one over its share.
+		for q := range s.unauth {
+			if q.pid == p.pid && (victim == nil || q.id < victim.id) {
+				victim = q
+			}
+		}
+	}
+	if victim != nil {
+		delete(s.unauth, victim)
+	}
+	return victim
+}
+
+// releaseSocket gives p's socket slot back, once.
+func (s *Server) releaseSocket(p *peer) {
+	if p.released.CompareAndSwap(false, true) {
+		s.sockets.Add(-1)
+	}
+}
+
+// authenticated moves p out of the unauthenticated table once welcomed.
+func (s *Server) authenticated(p *peer) {
+	s.mu.Lock()
+	delete(s.unauth, p)
+	s.mu.Unlock()
 }
 
 // refuse logs a refused connection or request. Refusals are generic on the
@@ -303,4 +430,33 @@ func (s *Server) refuse(reason string, args ...any) {
 		return
 	}
 	s.log.Debug("refused: "+reason, args...)
+}
+
+// shedding logs sockets closed to protect the caps: at warn level (the
+// owner should know the broker is under pressure), at most once a minute
+// with the count since the last line.
+func (s *Server) shedding(reason string, args ...any) {
+	s.refuse(reason, args...)
+	if n, ok := s.shed.allow(time.Now(), time.Minute); ok {
+		s.log.Warn("shedding sockets: "+reason, append(args, "shed_since_last_warning", n)...)
+	}
+}
+
+// rateLimited counts events and allows one report per interval.
+type rateLimited struct {
+	mu    sync.Mutex
+	last  time.Time
+	count int
+}
+
+func (r *rateLimited) allow(now time.Time, every time.Duration) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count++
+	if !r.last.IsZero() && now.Sub(r.last) < every {
+		return 0, false
+	}
+	n := r.count
+	r.last, r.count = now, 0
+	return n, true
 }

@@ -1,19 +1,6 @@
 package browser
 
-import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/dsh-browser/broker/journal"
-	"github.com/dsh-browser/broker/lease"
-	"github.com/dsh-browser/broker/rpc"
-	"github.com/dsh-browser/broker/wire"
-)
+import "time"
 
 // Batch limits.
 const (
@@ -25,16 +12,16 @@ const (
 // BatchStep is one explicit step of a batch.
 type BatchStep struct {
 	Action    Action `json:"action"`
-	TimeoutMs *int   `json:"timeoutMs,omitempty"`
+	TimeoutMs *int   `json:"timeoutMs,omitempty" range:"1,30000"`
 }
 
 // BatchRequest is the request of browser.batch.
 type BatchRequest struct {
-	RequestID     string      `json:"requestId"`
-	LeaseID       string      `json:"leaseId"`
-	DocumentEpoch string      `json:"documentEpoch"`
-	Steps         []BatchStep `json:"steps"`
-	TimeoutMs     *int        `json:"timeoutMs,omitempty"`
+	RequestID     string      `json:"requestId" len:"1,128"`
+	LeaseID       string      `json:"leaseId" len:"1,256"`
+	DocumentEpoch string      `json:"documentEpoch" len:"1,512"`
+	Steps         []BatchStep `json:"steps" items:"1,8"`
+	TimeoutMs     *int        `json:"timeoutMs,omitempty" range:"1,30000"`
 }
 
 // StepReport says what became of one step.
@@ -53,202 +40,9 @@ type BatchResult struct {
 	Steps      []StepReport `json:"steps,omitempty"`
 }
 
-type batchParams struct {
-	SessionID  string       `json:"sessionId"`
+// BatchParams is the params of browser.batch.
+type BatchParams struct {
+	SessionID  string       `json:"sessionId" len:"1,256"`
 	Request    BatchRequest `json:"request"`
-	ApprovalID string       `json:"approvalId"`
-}
-
-func validTimeout(ms *int, max time.Duration) bool {
-	return ms == nil || (*ms >= 1 && *ms <= int(max/time.Millisecond))
-}
-
-// Batch runs 1–8 explicit steps on one leased page under one deadline and
-// one tab-queue slot. Before each step the owning client approves it through
-// browser.approveBatchStep; only {"allowed":true} continues. Any step that
-// does not succeed with a passed postcondition, and any change of document
-// before the last step, ends the plan. With a journalKey the plan's intent
-// is durable before its first step and each step has its own intent; a
-// retry never resumes a plan.
-func (r *Runtime) Batch(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in batchParams
-	if err := decodeParams(params, &in); err != nil {
-		return nil, err
-	}
-	req := in.Request
-	if !bounded(in.SessionID, 1, 256) || !bounded(in.ApprovalID, 1, 128) || !bounded(req.RequestID, 1, 128) ||
-		strings.HasPrefix(req.RequestID, "batch:") || !bounded(req.LeaseID, 1, 256) || !bounded(req.DocumentEpoch, 1, 512) ||
-		len(req.Steps) < 1 || len(req.Steps) > MaxBatchSteps || !validTimeout(req.TimeoutMs, MaxBatchTimeout) {
-		return nil, invalid()
-	}
-	for _, st := range req.Steps {
-		if !st.Action.valid() || !validTimeout(st.TimeoutMs, MaxActionTimeout) {
-			return nil, invalid()
-		}
-	}
-	timeout := DefaultBatchTimeout
-	if req.TimeoutMs != nil {
-		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
-	}
-	idt := r.identify(c, in.SessionID, req.RequestID, req)
-	f, retry, err := r.begin(ctx, idt)
-	if f == nil {
-		if retry != nil {
-			return batchRecovered(retry, len(req.Steps)), nil
-		}
-		return nil, err
-	}
-	b := &batch{r: r, c: c, req: req, approvalID: in.ApprovalID, idt: idt,
-		owner: lease.Owner{Conn: c.ConnID(), Session: in.SessionID}}
-	res, err := b.run(ctx, timeout)
-	var plan *ActionResult
-	if res != nil {
-		plan = &res.ActionResult
-	}
-	r.finish(idt, f, req.LeaseID, plan, err)
-	if err != nil {
-		return nil, err
-	}
-	r.publish(b.owner, req.LeaseID, res.Observation)
-	return res, nil
-}
-
-func batchRecovered(ar *ActionResult, steps int) *BatchResult {
-	return &BatchResult{ActionResult: *ar, TotalSteps: steps}
-}
-
-type batch struct {
-	r          *Runtime
-	c          Client
-	req        BatchRequest
-	approvalID string
-	idt        identity
-	owner      lease.Owner
-}
-
-// childID is the reserved request ID of step i: deterministic, so a retry
-// of the plan finds its children's fences.
-func (b *batch) childID(i int) string {
-	sum := sha256.Sum256([]byte(b.req.RequestID))
-	return "batch:" + hex.EncodeToString(sum[:]) + ":" + strconv.Itoa(i)
-}
-
-func (b *batch) run(ctx context.Context, timeout time.Duration) (*BatchResult, error) {
-	r, req := b.r, b.req
-	out := &BatchResult{ActionResult: ActionResult{RequestID: req.RequestID}, TotalSteps: len(req.Steps)}
-	if b.idt.durable {
-		rec, err := r.cfg.Journal.Lookup(b.idt.key)
-		if err != nil {
-			out.refuse(err)
-			return out, nil
-		}
-		if rec != nil {
-			if rec.Hash != b.idt.hash {
-				return nil, wire.Err(wire.CodeRequestIDConflict)
-			}
-			return batchRecovered(recovered(req.RequestID, rec), len(req.Steps)), nil
-		}
-	}
-	l, p, prov, err := r.leased(b.owner, req.LeaseID)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if !p.acquire(ctx.Done()) {
-		out.refuse(wire.Err(wire.CodeDeadlineExceeded))
-		return out, nil
-	}
-	defer p.release()
-
-	if b.idt.durable {
-		if answer := r.reserve(b.idt.key, b.idt.hash, "batch", req.RequestID); answer != nil {
-			return batchRecovered(answer, len(req.Steps)), nil
-		}
-	}
-
-	out.Outcome, out.Dispatch, out.Postcondition = "succeeded", "notDispatched", "passed"
-	stopped := -1
-	for i, st := range req.Steps {
-		step := b.step(ctx, l, p, prov, i, st)
-		out.Steps = append(out.Steps, StepReport{Index: i, Status: "attempted", Result: step})
-		if step.Dispatch != "notDispatched" {
-			out.Dispatch = "dispatched"
-		}
-		out.Observation = step.Observation
-		ok := step.Outcome == "succeeded" && step.Postcondition == "passed" && step.Recovery == nil
-		if ok && i < len(req.Steps)-1 && (step.Observation == nil || step.Observation.DocumentEpoch != req.DocumentEpoch) {
-			// A non-final step changed the document: the next steps' refs
-			// would be stale, and it is not what the plan was approved for.
-			out.Outcome, out.Postcondition, out.Code = "unknown", "unverified", wire.CodeStaleTarget
-			stopped = i
-			break
-		}
-		if !ok {
-			out.Outcome, out.Postcondition, out.Code = step.Outcome, step.Postcondition, step.Code
-			if step.Outcome == "succeeded" { // succeeded but unverified
-				out.Outcome = "unknown"
-			}
-			stopped = i
-			break
-		}
-	}
-	if stopped >= 0 {
-		for i := stopped + 1; i < len(req.Steps); i++ {
-			out.Steps = append(out.Steps, StepReport{Index: i, Status: "notRun"})
-		}
-	}
-	if out.Dispatch == "dispatched" && out.Observation != nil {
-		out.Dispatch = "observed"
-	}
-	for i := range out.Steps {
-		if res := out.Steps[i].Result; res != nil {
-			res.Observation = nil // only the last attempted step's observation, on the plan
-		}
-	}
-	if b.idt.durable {
-		r.settle(b.idt.key, &out.ActionResult)
-	}
-	return out, nil
-}
-
-// step asks the client to approve step i, then runs it as a child action
-// with its own fence, under the plan's queue slot and deadline.
-func (b *batch) step(ctx context.Context, l *lease.Lease, p *page, prov Provider, i int, st BatchStep) *ActionResult {
-	r := b.r
-	child := ActionRequest{RequestID: b.childID(i), LeaseID: b.req.LeaseID, DocumentEpoch: b.req.DocumentEpoch, Action: st.Action, TimeoutMs: st.TimeoutMs}
-	res := &ActionResult{RequestID: child.RequestID}
-	if _, err := r.leases.Get(b.owner, b.req.LeaseID); err != nil {
-		return res.refuse(err)
-	}
-	if err := ctx.Err(); err != nil {
-		return res.refuse(err)
-	}
-	raw, err := b.c.Call(ctx, "browser.approveBatchStep", map[string]any{"approvalId": b.approvalID, "index": i})
-	var answer struct {
-		Allowed bool `json:"allowed"`
-	}
-	if err != nil || json.Unmarshal(raw, &answer) != nil || !answer.Allowed {
-		if err != nil && rpc.CodeOf(err) == wire.CodeCancelled {
-			return res.refuse(err)
-		}
-		return res.refuse(wire.Err(wire.CodePolicyDenied))
-	}
-	sctx := ctx
-	if st.TimeoutMs != nil {
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeout(ctx, time.Duration(*st.TimeoutMs)*time.Millisecond)
-		defer cancel()
-	}
-	if !b.idt.durable {
-		return r.performHeld(sctx, l, p, prov, child, res)
-	}
-	payload, _ := json.Marshal(child)
-	key := journal.Key{Scope: b.idt.key.Scope, RequestID: child.RequestID}
-	if answer := r.reserve(key, sha256.Sum256(payload), st.Action.Kind, child.RequestID); answer != nil {
-		return answer
-	}
-	res = r.performHeld(sctx, l, p, prov, child, res)
-	r.settle(key, res)
-	return res
+	ApprovalID string       `json:"approvalId" len:"1,128"`
 }

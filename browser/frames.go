@@ -1,14 +1,11 @@
 package browser
 
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"net/url"
-
-	"github.com/dsh-browser/broker/lease"
-)
+// FrameSelector names a child frame and the document the client saw in it,
+// from browser.frames.
+type FrameSelector struct {
+	FrameID       string `json:"frameId" len:"1,128"`
+	DocumentEpoch string `json:"documentEpoch" len:"1,512"`
+}
 
 // FrameInventory is the value of browser.frames: metadata of the leased
 // tab's frames, never their content.
@@ -37,140 +34,5 @@ type Frame struct {
 	ContextStatus string `json:"contextStatus"`
 }
 
-// Frame inventory budgets and capability names.
-const (
-	MaxFrames       = 256 // besides the main frame
-	MaxFrameHandles = 1024
-	CapFramesList   = "frames.list.v1" // provider: frames.list
-	CapCapture      = "capture.v1"     // provider: capture
-	originSame      = "same-origin"
-	originCross     = "cross-origin"
-	originOpaque    = "opaque"
-	contextKnown    = "known"
-	contextUnknown  = "unavailable"
-)
-
-// sourceFrames is a provider's answer to frames.list (PROVIDER.md): the main
-// frame first, then parents before children.
-type sourceFrames struct {
-	DocumentEpoch string        `json:"documentEpoch"`
-	URL           string        `json:"url"`
-	Truncated     bool          `json:"truncated"`
-	Frames        []sourceFrame `json:"frames"`
-}
-
-type sourceFrame struct {
-	FrameID  string `json:"frameId"`
-	ParentID string `json:"parentId"`
-	LoaderID string `json:"loaderId"`
-	Origin   string `json:"origin"`
-	Local    bool   `json:"local"` // the provider can see the frame's document
-}
-
-// document names the frame's current document to the provider.
-func (f sourceFrame) document() map[string]string {
-	return map[string]string{"frameId": f.FrameID, "loaderId": f.LoaderID}
-}
-
-// Frames lists the leased tab's frames (metadata only).
-func (r *Runtime) Frames(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	return r.onPage(ctx, c, params, CapFramesList, func(ctx context.Context, l *lease.Lease, p *page, prov Provider) (any, error) {
-		raw, err := prov.Call(ctx, "frames.list", map[string]any{"lease": l})
-		if err != nil {
-			return nil, err
-		}
-		var src sourceFrames
-		if err := json.Unmarshal(raw, &src); err != nil {
-			r.log.Warn("provider sent a malformed frame list", "err", err)
-			return nil, errInternal()
-		}
-		if err := r.checkOrigin(l, src.URL); err != nil {
-			return nil, err
-		}
-		inv, err := p.inventory(l.Tab, &src)
-		if err != nil {
-			r.log.Warn("provider sent an inconsistent frame list", "err", err)
-			return nil, errInternal()
-		}
-		return inv, nil
-	})
-}
-
-// inventory validates a provider's frame list and projects it: opaque IDs,
-// bare origins, relations to the main document's origin.
-func (p *page) inventory(tab string, src *sourceFrames) (*FrameInventory, error) {
-	if len(src.Frames) == 0 || len(src.Frames) > MaxFrames+1 {
-		return nil, fmt.Errorf("%d frames", len(src.Frames))
-	}
-	main := src.Frames[0]
-	mainOrigin, ok := httpOrigin(src.URL)
-	if !ok || main.ParentID != "" || !main.Local || main.FrameID+":"+main.LoaderID != src.DocumentEpoch {
-		return nil, errors.New("the first frame is not the main document")
-	}
-	inv := &FrameInventory{Tab: tab, DocumentEpoch: src.DocumentEpoch, Truncated: src.Truncated, Frames: make([]Frame, 0, len(src.Frames))}
-	handles := make(map[string]string, len(src.Frames)) // frame ID -> public ID, of frames that may be parents
-	seen := make(map[string]bool, len(src.Frames))
-	for i, f := range src.Frames {
-		out := Frame{IsMain: i == 0, OriginRelation: originOpaque, ContextStatus: contextUnknown}
-		if i > 0 {
-			parent, ok := handles[f.ParentID]
-			if !ok {
-				return nil, fmt.Errorf("frame %d: parent not listed before it", i)
-			}
-			out.ParentID = parent
-		}
-		if f.FrameID != "" {
-			if seen[f.FrameID] {
-				return nil, fmt.Errorf("frame %d: listed twice", i)
-			}
-			seen[f.FrameID] = true
-		}
-		out.ID = p.frameHandle(f.FrameID)
-		if o, ok := bareOrigin(f.Origin); ok && f.Local {
-			out.Origin = o
-			out.OriginRelation = originCross
-			if o == mainOrigin {
-				out.OriginRelation = originSame
-			}
-		}
-		if f.Local && f.FrameID != "" && f.LoaderID != "" {
-			out.ContextStatus = contextKnown
-			out.DocumentEpoch = f.FrameID + ":" + f.LoaderID
-			handles[f.FrameID] = out.ID
-		}
-		inv.Frames = append(inv.Frames, out)
-	}
-	// A main document with an opaque origin (a CSP sandbox) is listed as
-	// opaque: the inventory says what is, the lease says what is allowed.
-	return inv, nil
-}
-
-// bareOrigin accepts exactly scheme://host[:port] of HTTP(S).
-func bareOrigin(s string) (string, bool) {
-	u, err := url.Parse(s)
-	if err != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || u.ForceQuery {
-		return "", false
-	}
-	o, ok := httpOrigin(s)
-	return o, ok && o == s
-}
-
-// frameHandle returns the public ID of a provider frame ID, stable while the
-// lease lasts (up to MaxFrameHandles of them); a frame without an ID gets a
-// fresh one.
-func (p *page) frameHandle(frameID string) string {
-	if frameID == "" {
-		return "frame-" + randomHex(8)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if h, ok := p.frames[frameID]; ok {
-		return h
-	}
-	if len(p.frames) >= MaxFrameHandles {
-		clear(p.frames)
-	}
-	h := "frame-" + randomHex(8)
-	p.frames[frameID] = h
-	return h
-}
+// MaxFrames bounds the frames of an inventory, besides the main frame.
+const MaxFrames = 256

@@ -1,27 +1,14 @@
 package browser
 
-import (
-	"context"
-	"encoding/json"
-	"time"
+import "time"
 
-	"github.com/dsh-browser/broker/lease"
-	"github.com/dsh-browser/broker/wire"
-)
-
-// Page window budgets (browser.readPage).
+// Page window budgets.
 const (
 	MaxWindowEntries = 100      // elements and text fragments per window
 	MaxWindowBytes   = 16 << 10 // of entries per window
 	MaxWindowRegions = 24
 	MaxTraversals    = 8 // live continuations per lease
 	ContinuationTTL  = 2 * time.Minute
-	CapAXPage        = "ax.page.v1" // provider: ax.page
-	// windowNodes is how many AX nodes the broker asks the provider for per
-	// window: enough for MaxWindowEntries on any page seen so far (a button
-	// is two nodes, its text one more), and the provider's own call and
-	// byte budgets end a window early on a sparse page.
-	windowNodes = 300
 )
 
 // PageWindow is the value of browser.readPage: one window of a depth-first
@@ -48,265 +35,16 @@ type PageInfo struct {
 	Continuation string `json:"continuation,omitempty"`
 }
 
-type readPageParams struct {
-	SessionID string           `json:"sessionId"`
-	LeaseID   string           `json:"leaseId"`
-	Options   *readPageOptions `json:"options,omitempty"`
+// ReadPageParams is the params of browser.readPage.
+type ReadPageParams struct {
+	SessionID string           `json:"sessionId" len:"1,256"`
+	LeaseID   string           `json:"leaseId" len:"1,256"`
+	Options   *ReadPageOptions `json:"options,omitempty"`
 }
 
-type readPageOptions struct {
-	RootRef      string         `json:"rootRef,omitempty"`
-	Continuation string         `json:"continuation,omitempty"`
+// ReadPageOptions says where a page window starts.
+type ReadPageOptions struct {
+	RootRef      string         `json:"rootRef,omitempty" len:",128"`
+	Continuation string         `json:"continuation,omitempty" len:",128"`
 	Frame        *FrameSelector `json:"frame,omitempty"` // a same-origin child frame's document
-}
-
-// traversal is where a reading stopped: what a continuation stands for. It
-// holds node identities only, never page text.
-type traversal struct {
-	frame   string // the public frame ID, for a reading of a child frame
-	epoch   string
-	rootRef string
-	backend int64    // the root element's backend node, 0 for the document
-	after   []string // AX node IDs from the root down to the last node read
-	index   int      // of the next window
-	expires time.Time
-}
-
-// windowRead is a provider's answer to ax.page (PROVIDER.md).
-type windowRead struct {
-	DocumentEpoch string       `json:"documentEpoch"`
-	URL           string       `json:"url"`
-	Title         string       `json:"title"`
-	Truncated     bool         `json:"truncated"` // incomplete
-	Nodes         []windowNode `json:"nodes"`
-	Resume        []string     `json:"resume"`
-}
-
-type windowNode struct {
-	axNode
-	AXID       string `json:"axId"`
-	ParentAXID string `json:"parentAxId"`
-}
-
-// ReadPage reads the leased page window by window, depth-first, past the
-// budgets of one observation: each window holds at most 100 entries
-// (elements and text) in 16 KiB, and its continuation reads the next. A
-// continuation is refused STALE_TARGET when it is unknown, used, expired,
-// of another lease or document, or when the page changed along the path to
-// where the reading stopped: the client starts over.
-func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in readPageParams
-	if err := decodeParams(params, &in); err != nil {
-		return nil, err
-	}
-	var opts readPageOptions
-	if in.Options != nil {
-		opts = *in.Options
-	}
-	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) || textLen(opts.RootRef) > 128 || textLen(opts.Continuation) > 128 ||
-		(opts.Frame != nil && (!bounded(opts.Frame.FrameID, 1, 128) || !bounded(opts.Frame.DocumentEpoch, 1, 512))) {
-		return nil, invalid()
-	}
-	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
-	return r.withPage(ctx, owner, in.LeaseID, CapAXPage, func(ctx context.Context, l *lease.Lease, p *page, prov Provider) (any, error) {
-		tr, err := p.startReading(opts, r.now())
-		if err != nil {
-			return nil, err
-		}
-		request := map[string]any{"maxNodes": windowNodes}
-		var minter refMinter = p
-		if opts.Frame != nil {
-			if !prov.Capable(CapFrameRead) {
-				return nil, wire.Err(wire.CodeUnsupportedCapability)
-			}
-			f, err := r.frameTarget(ctx, l, p, prov, opts.Frame)
-			if err != nil {
-				return nil, err
-			}
-			request["frame"] = f.document()
-			minter = p.inFrame(opts.Frame.DocumentEpoch)
-		}
-		if tr.backend != 0 {
-			request["backendNodeId"] = tr.backend
-		}
-		if tr.after != nil {
-			request["after"] = tr.after
-		}
-		raw, err := prov.Call(ctx, "ax.page", map[string]any{"lease": l, "request": request})
-		if err != nil {
-			return nil, err
-		}
-		var read windowRead
-		if err := json.Unmarshal(raw, &read); err != nil || read.DocumentEpoch == "" {
-			r.log.Warn("provider sent a malformed page window", "err", err)
-			return nil, errInternal()
-		}
-		if err := r.checkOrigin(l, read.URL); err != nil {
-			return nil, err
-		}
-		if (tr.epoch != "" && read.DocumentEpoch != tr.epoch) || !rootStands(tr, p, read.Nodes) {
-			return nil, wire.Err(wire.CodeStaleTarget)
-		}
-		w := &PageWindow{
-			Tab: l.Tab, URL: read.URL, Title: read.Title, DocumentEpoch: read.DocumentEpoch, Nodes: []NodeRef{}, Text: []string{},
-			Scope: Scope{Kind: "document"}, Page: PageInfo{Index: tr.index, Incomplete: read.Truncated},
-		}
-		if tr.frame != "" {
-			w.Revision, w.Scope = p.observedFrame(), Scope{Kind: "frame", FrameID: tr.frame}
-		} else {
-			w.Revision = p.observed(read.DocumentEpoch)
-		}
-		if tr.rootRef != "" {
-			w.Scope = Scope{Kind: "subtree", RootRef: tr.rootRef, FrameID: tr.frame}
-		}
-		next, incomplete := projectWindow(w, minter, tr.after, &read)
-		w.Page.Incomplete = w.Page.Incomplete || incomplete
-		if next != nil {
-			token, err := p.keepReading(&traversal{
-				frame: tr.frame, epoch: read.DocumentEpoch, rootRef: tr.rootRef, backend: tr.backend, after: next,
-				index: tr.index + 1, expires: r.now().Add(ContinuationTTL),
-			}, r.now())
-			if err != nil {
-				return nil, err
-			}
-			w.Page.Continuation = token
-		}
-		w.Truncated = w.Page.Continuation != "" || w.Page.Incomplete
-		return w, nil
-	})
-}
-
-// startReading returns where a window starts: a new reading, or the one a
-// continuation names (which is used up).
-func (p *page) startReading(opts readPageOptions, now time.Time) (*traversal, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	// The document read: the main one, or the child frame's.
-	frame, epoch := "", p.epoch
-	if f := opts.Frame; f != nil {
-		frame, epoch = f.FrameID, f.DocumentEpoch
-	}
-	if opts.Continuation != "" {
-		tr, ok := p.traversals[opts.Continuation]
-		delete(p.traversals, opts.Continuation)
-		if !ok || now.After(tr.expires) || tr.rootRef != opts.RootRef || tr.frame != frame || tr.epoch != epoch {
-			return nil, wire.Err(wire.CodeStaleTarget)
-		}
-		return tr, nil
-	}
-	tr := &traversal{frame: frame, rootRef: opts.RootRef}
-	if frame != "" {
-		tr.epoch = epoch // a frame's window must come from the document the client names
-	}
-	if opts.RootRef != "" {
-		t, ok := p.refs[opts.RootRef]
-		if !ok || t.epoch != epoch || (frame != "") != (t.frameEpoch != "") {
-			return nil, wire.Err(wire.CodeStaleTarget)
-		}
-		tr.backend = t.BackendNodeID
-	}
-	return tr, nil
-}
-
-// keepReading stores a traversal and returns its continuation. Expired
-// traversals go first; past MaxTraversals live ones it is QUEUE_FULL, and
-// none is evicted.
-func (p *page) keepReading(tr *traversal, now time.Time) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, t := range p.traversals {
-		if now.After(t.expires) {
-			delete(p.traversals, k)
-		}
-	}
-	if len(p.traversals) >= MaxTraversals {
-		return "", wire.Err(wire.CodeQueueFull)
-	}
-	token := "p" + randomHex(16)
-	p.traversals[token] = tr
-	return token, nil
-}
-
-// rootStands checks a subtree reading's first window: its first node is the
-// element the root ref was minted for, with the same role and name.
-func rootStands(tr *traversal, p *page, nodes []windowNode) bool {
-	if tr.rootRef == "" || tr.after != nil {
-		return true
-	}
-	p.mu.Lock()
-	t := p.refs[tr.rootRef]
-	p.mu.Unlock()
-	return t != nil && len(nodes) > 0 && !nodes[0].Ignored && nodes[0].BackendNodeID == t.BackendNodeID &&
-		nodes[0].Role == t.Role && nodes[0].Name == t.Name
-}
-
-// projectWindow adds the window's entries to w within the window budgets.
-// It returns the chain to resume after (nil when the reading is done) and
-// whether entries were dropped. A window cut by the budgets resumes right
-// before its first entry that did not fit, so nothing is skipped or read
-// twice.
-func projectWindow(w *PageWindow, p refMinter, after []string, read *windowRead) (next []string, incomplete bool) {
-	entries, regions, bytes := 0, 0, 0
-	for i, n := range read.Nodes {
-		e, ok := entryOf(n.axNode, false)
-		if !ok {
-			continue
-		}
-		if e.dropped {
-			incomplete = true
-			continue
-		}
-		size := len(e.text) + 8
-		if e.ref != nil {
-			size = e.size
-		}
-		if entries >= MaxWindowEntries || bytes+size > MaxWindowBytes || (e.region() && regions >= MaxWindowRegions) {
-			if i == 0 {
-				return chainTo(after, read.Nodes, read.Nodes[0].AXID), true // cannot fit any window: skip it
-			}
-			return chainTo(after, read.Nodes, read.Nodes[i-1].AXID), incomplete
-		}
-		entries++
-		bytes += size
-		if e.ref == nil {
-			w.Text = append(w.Text, e.text)
-			continue
-		}
-		if e.region() {
-			regions++
-		}
-		e.ref.ID = p.ref(e.target)
-		w.Nodes = append(w.Nodes, *e.ref)
-	}
-	if len(read.Resume) > 0 {
-		return read.Resume, incomplete
-	}
-	return nil, incomplete
-}
-
-// chainTo returns the AX IDs from the reading's root down to node id, from
-// the parents the window names and the chain it resumed after.
-func chainTo(after []string, nodes []windowNode, id string) []string {
-	parent := make(map[string]string, len(nodes)+len(after))
-	for i := 1; i < len(after); i++ {
-		parent[after[i]] = after[i-1]
-	}
-	for _, n := range nodes {
-		if n.ParentAXID != "" {
-			parent[n.AXID] = n.ParentAXID
-		}
-	}
-	chain := []string{id}
-	for cur := id; len(chain) <= 64; {
-		up, ok := parent[cur]
-		if !ok {
-			break
-		}
-		chain = append(chain, up)
-		cur = up
-	}
-	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
-		chain[i], chain[j] = chain[j], chain[i]
-	}
-	return chain
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dsh-browser/broker/internal/paths"
@@ -62,8 +63,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", socket)
+	nc, err := dial(ctx, socket)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the broker at %s: %w (start it with `broker serve`)", socket, err)
 	}
@@ -72,12 +72,14 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	go c.conn.Run()
 
 	hello := wire.Hello{
-		Bootstrap:            wire.Bootstrap,
-		Versions:             []int{wire.Version},
-		Role:                 wire.RoleClient,
-		Token:                token,
-		JournalKey:           opts.JournalKey,
-		Capabilities:         []string{wire.CapOrderedIDs}, // rpc.Conn.Call numbers its requests 1, 2, 3, …
+		Bootstrap:  wire.Bootstrap,
+		Versions:   []int{wire.Version},
+		Role:       wire.RoleClient,
+		Token:      token,
+		JournalKey: opts.JournalKey,
+		// rpc.Conn.Call numbers its requests 1, 2, 3, …; admission codes are
+		// understood (Client.Admission).
+		Capabilities:         []string{wire.CapOrderedIDs, wire.CapAdmission},
 		RequiredCapabilities: opts.RequiredCapabilities,
 	}
 	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -187,4 +189,24 @@ func (h handler) Event(ev *wire.Envelope) {
 // IsCode reports whether err carries the registry code.
 func IsCode(err error, code wire.Code) bool {
 	return errors.Is(err, wire.Err(code))
+}
+
+// dial connects to the broker's socket. A full listen backlog (EAGAIN: the
+// broker is accepting a burst of connections) is retried with a short
+// backoff until ctx ends; any other error is returned at once.
+func dial(ctx context.Context, socket string) (net.Conn, error) {
+	var d net.Dialer
+	backoff := time.Millisecond
+	for {
+		nc, err := d.DialContext(ctx, "unix", socket)
+		if err == nil || !errors.Is(err, syscall.EAGAIN) {
+			return nc, err
+		}
+		select {
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 50*time.Millisecond)
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
 }

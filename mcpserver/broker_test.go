@@ -13,8 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-browser/broker/browser"
-	"github.com/dsh-browser/broker/internal/stack"
 	"github.com/dsh-browser/broker/mcpserver"
+	"github.com/dsh-browser/broker/test/harness/stack"
 )
 
 // host is an MCP host in the test: an SDK client session, and what it was

@@ -9,14 +9,15 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/protocol"
 	"github.com/dsh-browser/broker/wire"
 )
 
 // TestSchemaUpToDate is the drift test: the published file must be exactly
-// what package wire generates.
+// what the code generates.
 func TestSchemaUpToDate(t *testing.T) {
-	want := wire.SchemaJSON()
+	want := protocol.SchemaJSON()
 	if bytes.Equal(protocol.V1Schema, want) {
 		return
 	}
@@ -26,8 +27,37 @@ func TestSchemaUpToDate(t *testing.T) {
 			line++
 		}
 	}
-	t.Fatalf("protocol/v1.schema.json differs from wire.SchemaJSON() (first difference on line %d): "+
-		"run `go generate ./protocol` after changing package wire, and commit the result", line)
+	t.Fatalf("protocol/v1.schema.json differs from protocol.SchemaJSON() (first difference on line %d): "+
+		"run `go generate ./protocol` after changing package wire or browser, and commit the result", line)
+}
+
+// TestExtensionModuleUpToDate is the drift test of extension/lib/protocol.js.
+func TestExtensionModuleUpToDate(t *testing.T) {
+	got, err := os.ReadFile("../extension/lib/protocol.js")
+	if err != nil {
+		t.Fatalf("%v: run `go generate ./protocol`", err)
+	}
+	if !bytes.Equal(got, protocol.ExtensionModule()) {
+		t.Fatal("extension/lib/protocol.js differs from the Go code: run `go generate ./protocol`, and commit the result")
+	}
+}
+
+// TestMethodSchemasPublished: every client method's params schema is in
+// $defs under its name, and compiles.
+func TestMethodSchemasPublished(t *testing.T) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(protocol.V1Schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(wire.SchemaID, doc); err != nil {
+		t.Fatal(err)
+	}
+	for method := range browser.ParamsTypes {
+		if _, err := c.Compile(wire.SchemaID + "#/$defs/" + method); err != nil {
+			t.Errorf("%s: %v", method, err)
+		}
+	}
 }
 
 // TestExtensionSchemaUpToDate is the drift test of the extension's copy

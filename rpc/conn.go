@@ -338,6 +338,13 @@ func (c *Conn) accept(env *wire.Envelope) error {
 func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Request) {
 	defer c.handlers.Done()
 	value, err := c.handler.Handle(ctx, req)
+	if err != nil && CodeOf(err) == wire.CodeInternalError {
+		if _, typed := errors.AsType[*wire.Error](err); !typed {
+			// An error no handler turned into a code: say what it was here,
+			// where it becomes INTERNAL_ERROR, or it is lost.
+			c.log.Error("request failed with an unexpected error", "method", req.Method, "err", err)
+		}
+	}
 	reply := c.replyFor(req.ID, value, err)
 
 	// Remove the ID from the in-flight set before answering, so a peer that

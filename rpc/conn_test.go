@@ -1,11 +1,13 @@
 package rpc_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -518,3 +520,45 @@ func TestCallIDsIncreaseOnTheWire(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestUnexpectedErrorLogged: an error a handler did not turn into a code is
+// answered INTERNAL_ERROR, and its cause is logged where that happens.
+func TestUnexpectedErrorLogged(t *testing.T) {
+	var logBuf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logBuf, nil))
+	a, b := socketPair(t)
+	srv := rpc.New(a, handlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
+		if req.Method == "fine" {
+			return "ok", nil
+		}
+		return nil, errors.New("disk on fire")
+	}), rpc.Limits{}, log)
+	go srv.Run()
+	cli := rpc.New(b, handlerFunc(nil), rpc.Limits{}, nil)
+	go cli.Run()
+	defer cli.Close()
+	defer srv.Close()
+	if _, err := cli.Call(context.Background(), "fine", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cli.Call(context.Background(), "m", map[string]any{})
+	if rpc.CodeOf(err) != wire.CodeInternalError {
+		t.Fatalf("err %v, want INTERNAL_ERROR", err)
+	}
+	srv.Close()
+	<-srv.Closed()
+	if strings.Count(logBuf.String(), "level=ERROR") != 1 || !strings.Contains(logBuf.String(), "disk on fire") {
+		t.Fatalf("log %q: want the cause at error level", logBuf.String())
+	}
+}
+
+// handlerFunc serves every request with a function (nil: no requests).
+type handlerFunc func(ctx context.Context, req *rpc.Request) (any, error)
+
+func (f handlerFunc) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	if f == nil {
+		return nil, wire.Err(wire.CodeInvalidRequest)
+	}
+	return f(ctx, req)
+}
+func (handlerFunc) Event(*wire.Envelope) {}

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-browser/broker/internal/termtest"
 	"github.com/dsh-browser/broker/term/agentapi"
 	"github.com/dsh-browser/broker/term/agentsock"
 	"github.com/dsh-browser/broker/term/session"
+	"github.com/dsh-browser/broker/test/harness/termtest"
 )
 
 // BenchmarkSnapshot is an agent's snapshot round trip over the socket, of

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/dsh-browser/broker/internal/termtest"
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/termtest"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 )
 
 // `broker term` as a person uses it: started in their terminal, typed

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-browser/broker/internal/termtest"
 	"github.com/dsh-browser/broker/term/agentapi"
 	"github.com/dsh-browser/broker/term/agentsock"
 	"github.com/dsh-browser/broker/term/session"
+	"github.com/dsh-browser/broker/test/harness/termtest"
 )
 
 // owner starts a shared shell with one agent in it holding control.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-browser/broker/internal/termtest"
 	"github.com/dsh-browser/broker/term/agentsock"
+	"github.com/dsh-browser/broker/test/harness/termtest"
 )
 
 // sharedShell starts a shared shell with one agent participating.

@@ -25,12 +25,14 @@
 package term
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -134,7 +136,7 @@ func Run(ctx context.Context, tty *os.File, cfg Config) (int, error) {
 	}
 	// Push what the terminal showed into its scrollback and start blank:
 	// the program's grid starts blank too.
-	r.write(fmt.Appendf(nil, "\x1b[%d;1H%s\x1b[H\x1b[2J", r.rows, repeatNL(r.rows)))
+	r.write(fmt.Appendf(nil, "\x1b[%d;1H%s\x1b[H\x1b[2J", r.rows, strings.Repeat("\n", r.rows)))
 	r.mu.Lock()
 	r.tap.region, r.dirty = true, true
 	r.mu.Unlock()
@@ -201,14 +203,6 @@ func Run(ctx context.Context, tty *os.File, cfg Config) (int, error) {
 	}
 	r.restore()
 	return sess.ExitCode(), nil
-}
-
-func repeatNL(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = '\n'
-	}
-	return b
 }
 
 // makeRaw puts the terminal in raw mode, as cfmakeraw does: every byte the
@@ -359,7 +353,7 @@ func (r *runner) input(p []byte) {
 			p = p[1:]
 			continue
 		}
-		i := indexByte(p, r.prefix)
+		i := bytes.IndexByte(p, r.prefix)
 		if i < 0 {
 			r.forward(p)
 			return
@@ -368,15 +362,6 @@ func (r *runner) input(p []byte) {
 		r.setMenu(true)
 		p = p[i+1:]
 	}
-}
-
-func indexByte(p []byte, b byte) int {
-	for i, c := range p {
-		if c == b {
-			return i
-		}
-	}
-	return -1
 }
 
 func (r *runner) setMenu(on bool) {

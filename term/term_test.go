@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-browser/broker/internal/termtest"
 	"github.com/dsh-browser/broker/term/agentapi"
 	"github.com/dsh-browser/broker/term/agentsock"
+	"github.com/dsh-browser/broker/test/harness/termtest"
 )
 
 // The agent's snapshot is what the person sees, row for row, less the bar.

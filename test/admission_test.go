@@ -18,8 +18,8 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/install"
-	"github.com/dsh-browser/broker/internal/stack"
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/stack"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -418,5 +418,67 @@ func waitClosed(t *testing.T, s *stack.Stack, id target.ID) {
 			t.Fatal("the admission window stayed open after its answer")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOnlyTheOwnersBrowserIsAsked: a program that merely holds the token
+// can register as a provider, but is never put the owner's questions: not
+// admission (it could admit its own client or deny everyone else's), not a
+// claim approval. Only a provider that connected through nativehost (the
+// owner's browser) is asked.
+func TestOnlyTheOwnersBrowserIsAsked(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t, "--admission=prompt")
+	impostor := b.DialPeer(t)
+	if r := impostor.Call("hello", testenv.ProviderHello(b.Token(t), "impostor")); !r.OK {
+		t.Fatalf("a token holder may still serve as a provider: %s", r.Code)
+	}
+	a, aEvents := eventClient(t, b)
+	// The impostor hears nothing; the client stays pending.
+	impostor.Conn.SetReadDeadline(time.Now().Add(time.Second))
+	if data, err := impostor.ReadFrame(); err == nil {
+		t.Fatalf("the token holder was sent %s", data)
+	}
+	if err := callErr(a, "broker.status", nil); !errors.Is(err, wire.Err(wire.CodeAdmissionPending)) {
+		t.Fatalf("status with only an impostor: %v, want ADMISSION_PENDING", err)
+	}
+	// The owner's browser connects: it is asked, and its answer counts.
+	owner := provider(t, b, "owner")
+	q, _ := admissionQuestion(t, owner)
+	answer(t, owner, q.ID, `{"allowed":true}`)
+	waitAdmissionEvent(t, aEvents, "granted")
+	// A claim in restricted mode is the owner's consent too: refused on the
+	// impostor's "browser" without asking it.
+	_, err := a.Call(context.Background(), "browser.claim", map[string]any{"sessionId": "s", "instanceId": "impostor", "tab": "impostor:1"})
+	if !errors.Is(err, wire.Err(wire.CodePolicyDenied)) {
+		t.Fatalf("claim on the impostor: %v, want POLICY_DENIED", err)
+	}
+	impostor.Conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if data, err := impostor.ReadFrame(); err == nil {
+		t.Fatalf("the impostor was asked %s", data)
+	}
+}
+
+// TestAdmissionCodesOnlyForClientsThatKnowThem: a client that did not list
+// broker.admission.v1 (a reference client) gets POLICY_DENIED, the nearest
+// code of the reference's registry, instead of ADMISSION_PENDING.
+func TestAdmissionCodesOnlyForClientsThatKnowThem(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t, "--admission=prompt")
+	p := b.DialPeer(t)
+	if r := p.Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatal(r.Code)
+	}
+	if r := p.Call("browser.instances", map[string]any{}); r.OK || r.Code != wire.CodePolicyDenied {
+		t.Fatalf("pending reference client: %+v, want POLICY_DENIED", r)
+	}
+	q := b.DialPeer(t)
+	h := testenv.ClientHello(b.Token(t))
+	h["capabilities"] = []string{wire.CapAdmission}
+	if r := q.Call("hello", h); !r.OK {
+		t.Fatal(r.Code)
+	}
+	if r := q.Call("browser.instances", map[string]any{}); r.OK || r.Code != wire.CodeAdmissionPending {
+		t.Fatalf("pending client that knows admission: %+v, want ADMISSION_PENDING", r)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
-	"github.com/dsh-browser/broker/internal/stack"
+	"github.com/dsh-browser/broker/test/harness/stack"
 	"github.com/dsh-browser/broker/wire"
 )
 

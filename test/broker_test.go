@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -16,8 +17,10 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/broker"
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/frames"
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -141,14 +144,15 @@ func TestHelloNegotiation(t *testing.T) {
 		{"9 versions", with(testenv.ClientHello(tok), "versions", versions(9)), wire.CodeProtocolMismatch},
 		{"repeated version", with(testenv.ClientHello(tok), "versions", []int{1, 1}), wire.CodeProtocolMismatch},
 		{"version 0", with(testenv.ClientHello(tok), "versions", []int{0, 1}), wire.CodeProtocolMismatch},
-		{"required known", with(testenv.ClientHello(tok), "requiredCapabilities", []string{wire.CapRuntime}), ""},
-		{"required unknown", with(testenv.ClientHello(tok), "requiredCapabilities", []string{wire.CapRuntime, "no.such.v1"}), wire.CodeProtocolMismatch},
+		{"required known", with(testenv.ClientHello(tok), "requiredCapabilities", []string{browser.CapRuntime}), ""},
+		{"required unknown", with(testenv.ClientHello(tok), "requiredCapabilities", []string{browser.CapRuntime, "no.such.v1"}), wire.CodeProtocolMismatch},
 		{"required 65 names", with(testenv.ClientHello(tok), "requiredCapabilities", names(65)), wire.CodeProtocolMismatch},
-		{"client journalKey", with(testenv.ClientHello(tok), "journalKey", strings.Repeat("ab", 32)), ""},
+		{"client journalKey", with(testenv.ClientHello(tok), "journalKey", "6a6f75726e616c2d6b65792d666f722d68656c6c6f2d74657374732d30303031"), ""},
+		{"weak journalKey", with(testenv.ClientHello(tok), "journalKey", strings.Repeat("ab", 32)), wire.CodePolicyDenied},
 		{"provider", testenv.ProviderHello(tok, "p1"), ""},
-		{"provider 64 capabilities", provider(append(wire.RequiredProviderCapabilities(), names(64-len(wire.RequiredProviderCapabilities()))...)), ""},
-		{"provider 65 capabilities", provider(append(wire.RequiredProviderCapabilities(), names(65-len(wire.RequiredProviderCapabilities()))...)), wire.CodeProtocolMismatch},
-		{"provider missing a required capability", provider(wire.RequiredProviderCapabilities()[1:]), wire.CodeProtocolMismatch},
+		{"provider 64 capabilities", provider(append(browser.Required(), names(64-len(browser.Required()))...)), ""},
+		{"provider 65 capabilities", provider(append(browser.Required(), names(65-len(browser.Required()))...)), wire.CodeProtocolMismatch},
+		{"provider missing a required capability", provider(browser.Required()[1:]), wire.CodeProtocolMismatch},
 		{"provider requires unknown", with(testenv.ProviderHello(tok, "p2"), "requiredCapabilities", []string{"no.such.v1"}), wire.CodeProtocolMismatch},
 		{"provider wrong token", testenv.ProviderHello(strings.Repeat("1", 64), "p3"), wire.CodePolicyDenied},
 		{"provider without token", testenv.ProviderHello("", "p4"), wire.CodePolicyDenied},
@@ -232,14 +236,13 @@ func TestSocketLimit(t *testing.T) {
 	t.Parallel()
 	b := testenv.StartBroker(t)
 	tok := b.Token(t)
-	// 64 sockets, all unauthenticated: every one is admitted.
+	// 64 authenticated sockets: every one is admitted.
 	peers := make([]*testenv.Peer, broker.DefaultMaxConnections)
 	for i := range peers {
 		peers[i] = b.DialPeer(t)
-	}
-	// Prove admission by a hello on the 64th (and so all before it).
-	if r := peers[len(peers)-1].Call("hello", testenv.ClientHello(tok)); !r.OK {
-		t.Fatalf("64th socket refused: %+v", r)
+		if r := peers[i].Call("hello", testenv.ClientHello(tok)); !r.OK {
+			t.Fatalf("socket %d refused: %+v", i+1, r)
+		}
 	}
 	// tryHello reports whether a new socket is served; the broker may close
 	// a refused one before the hello is even written.
@@ -264,6 +267,100 @@ func TestSocketLimit(t *testing.T) {
 	}
 }
 
+// TestUnauthenticatedCap: sockets without a hello have their own cap of
+// 16. One process opening a 17th loses its own oldest, never someone
+// else's.
+func TestUnauthenticatedCap(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t)
+	peers := make([]*testenv.Peer, broker.DefaultMaxUnauthenticated)
+	for i := range peers {
+		peers[i] = b.DialPeer(t)
+	}
+	// The 16th is still served.
+	if r := peers[len(peers)-1].Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatalf("16th unauthenticated socket refused: %+v", r)
+	}
+	peers = peers[:len(peers)-1]                           // now authenticated: 15 left without a hello
+	extra := []*testenv.Peer{b.DialPeer(t), b.DialPeer(t)} // the 16th, then the 17th
+	if r := extra[1].Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatalf("17th unauthenticated socket not served: %+v", r)
+	}
+	// Room was made by closing this process's oldest unauthenticated socket.
+	if env := peers[0].Read(); env != nil {
+		t.Fatalf("the oldest unauthenticated socket got %+v, want it closed", env)
+	}
+	if r := peers[1].Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatalf("a younger unauthenticated socket was closed too: %+v", r)
+	}
+}
+
+// TestSocketFloodDoesNotStarveClients: another process holds 64 sockets
+// without a hello and reopens each the moment the broker closes it; 31
+// clients of another process still get in, and the shedding is logged at
+// warn level. (Before the unauthenticated cap, such a flood locked out 31 of
+// 31 clients.)
+func TestSocketFloodDoesNotStarveClients(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t)
+	flood := exec.Command(os.Args[0], "-test.run=^TestFloodHelper$")
+	flood.Env = append(os.Environ(), "DSH_TEST_FLOOD_SOCKET="+b.Socket)
+	if err := flood.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { flood.Process.Kill(); flood.Wait() })
+	// Wait until the flood holds the unauthenticated cap.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(b.Stderr.String(), "shedding sockets") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the flood was never shed\n%s", b.Stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range 31 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := client.Dial(ctx, client.Options{RuntimeDir: b.RuntimeDir})
+		cancel()
+		if err != nil {
+			t.Fatalf("client %d of 31 kept out by the flood: %v", i+1, err)
+		}
+		c.Close()
+	}
+	if !strings.Contains(b.Stderr.String(), "WRN shedding sockets") {
+		t.Fatalf("shedding not logged at warn level\n%s", b.Stderr)
+	}
+}
+
+// TestFloodHelper is the flooding process of
+// TestSocketFloodDoesNotStarveClients: it runs only when that test starts it.
+func TestFloodHelper(t *testing.T) {
+	sock := os.Getenv("DSH_TEST_FLOOD_SOCKET")
+	if sock == "" {
+		t.Skip("started by TestSocketFloodDoesNotStarveClients only")
+	}
+	// 64 sockets, each reopened the moment the broker closes it.
+	var wg sync.WaitGroup
+	for range broker.DefaultMaxConnections {
+		wg.Go(func() {
+			buf := make([]byte, 1)
+			for {
+				c, err := net.Dial("unix", sock)
+				if err != nil {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				for {
+					if _, err := c.Read(buf); err != nil {
+						break
+					}
+				}
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+}
+
 func TestProviderLimitNeverEvicts(t *testing.T) {
 	t.Parallel()
 	b := testenv.StartBroker(t)
@@ -283,7 +380,7 @@ func TestProviderLimitNeverEvicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list []broker.BrowserInstance
+	var list []browser.Instance
 	json.Unmarshal(raw, &list)
 	if len(list) != broker.DefaultMaxProviders {
 		t.Fatalf("%d instances listed, want the original %d", len(list), broker.DefaultMaxProviders)
@@ -540,5 +637,32 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHelloAttemptsBounded: before its welcome a peer may send 4 requests
+// (a refused hello may be retried); the 5th closes the connection, so
+// unauthenticated peers cannot fill the 10,000-ID set.
+func TestHelloAttemptsBounded(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t)
+	p := b.DialPeer(t)
+	bad := testenv.ClientHello(strings.Repeat("0", 64))
+	for i := range broker.MaxHelloAttempts {
+		if r := p.Call("hello", bad); r.OK || r.Code != wire.CodePolicyDenied {
+			t.Fatalf("attempt %d: %+v, want POLICY_DENIED", i+1, r)
+		}
+	}
+	p.Request("hello", testenv.ClientHello(b.Token(t)))
+	if env := p.Read(); env != nil {
+		t.Fatalf("attempt %d answered %+v, want the connection closed", broker.MaxHelloAttempts+1, env)
+	}
+	// The 4th may still be the right one.
+	q := b.DialPeer(t)
+	for range broker.MaxHelloAttempts - 1 {
+		q.Call("hello", bad)
+	}
+	if r := q.Call("hello", testenv.ClientHello(b.Token(t))); !r.OK {
+		t.Fatalf("4th attempt, with the token: %+v", r)
 	}
 }

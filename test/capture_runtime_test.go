@@ -10,17 +10,17 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
-	"github.com/dsh-browser/broker/internal/testenv"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 
 // startCapable starts a scripted provider that advertises frames.list and
 // capture, as the extension does.
 func startCapable(t *testing.T, b *testenv.Broker, id string) *scripted {
-	p := b.DialPeer(t)
-	h := testenv.ProviderHello(b.Token(t), id)
-	h["capabilities"] = append(wire.RequiredProviderCapabilities(), browser.CapFramesList, browser.CapCapture)
+	p := b.OwnerPeer(t)
+	h := testenv.ProviderHello("", id)
+	h["capabilities"] = append(browser.Required(), browser.CapFramesList, browser.CapCapture)
 	if r := p.Call("hello", h); !r.OK {
 		t.Fatalf("provider hello: %s", r.Code)
 	}

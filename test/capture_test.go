@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
-	"github.com/dsh-browser/broker/internal/chromium"
-	"github.com/dsh-browser/broker/internal/stack"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/stack"
 	"github.com/dsh-browser/broker/wire"
 )
 

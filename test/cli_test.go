@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 )
 
 func TestHelp(t *testing.T) {
@@ -24,7 +24,7 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("unknown command (exit %d):\n%s", code, errOut)
 	}
 	_, errOut, code = testenv.Run(t, nil, "serve", "--access-mode", "wide-open")
-	if code != 1 || !strings.Contains(errOut, "restricted or personal") {
+	if code != 2 || !strings.Contains(errOut, "restricted or personal") {
 		t.Fatalf("bad access mode (exit %d):\n%s", code, errOut)
 	}
 	home := testenv.ShortTempDir(t)

@@ -17,17 +17,17 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/install"
-	"github.com/dsh-browser/broker/internal/chromium"
-	"github.com/dsh-browser/broker/internal/stack"
-	"github.com/dsh-browser/broker/internal/testenv"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/stack"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 
 func TestE2EPersonalLoop(t *testing.T) {
 	t.Parallel()
 	s := stack.Start(t, "--access-mode=personal")
-	if !strings.Contains(strings.Join(s.Client.Welcome().Capabilities, ","), wire.CapPersonalMode) {
+	if !strings.Contains(strings.Join(s.Client.Welcome().Capabilities, ","), browser.CapPersonalMode) {
 		t.Fatal("personal broker did not offer broker.personal-mode.v1")
 	}
 	tab, target := s.Tab(t, s.Pages.URL("/form"))

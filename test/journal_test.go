@@ -15,8 +15,8 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
-	"github.com/dsh-browser/broker/internal/stack"
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/stack"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -45,11 +45,14 @@ func TestDurableRetryAndConflict(t *testing.T) {
 	if again.Outcome != "succeeded" || again.Code != "" || again.Observation == nil {
 		t.Fatalf("retry while the result is retained must return it: %+v", again)
 	}
-	// Another connection with the same journalKey and session is the same
-	// client after a reconnect: it gets the same answer, nothing re-runs.
+	// Another connection with the same journalKey and session (the client
+	// after a reconnect, or another program that knows the key) does not
+	// own the lease: nothing re-runs, and it learns what happened but not
+	// the page (metadata-only RECOVERY_REQUIRED, no observation).
 	other := durableClient(t, s)
-	if r := actOnce(t, other, a); r.Outcome != "succeeded" {
-		t.Fatalf("retry from a reconnected client: %+v", r)
+	if r := actOnce(t, other, a); r.Code != wire.CodeRecoveryRequired || r.Observation != nil ||
+		r.Recovery == nil || r.Recovery.PriorOutcome != "succeeded" {
+		t.Fatalf("retry from another connection: %+v, want metadata-only RECOVERY_REQUIRED", r)
 	}
 	if n := clicks(t, s, tabTarget); n != 1 {
 		t.Fatalf("page counted %d clicks, want 1", n)

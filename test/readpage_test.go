@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/dsh-browser/broker/browser"
-	"github.com/dsh-browser/broker/internal/chromium"
-	"github.com/dsh-browser/broker/internal/stack"
-	"github.com/dsh-browser/broker/internal/testpages"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/stack"
+	"github.com/dsh-browser/broker/test/harness/testpages"
 	"github.com/dsh-browser/broker/wire"
 )
 

@@ -8,16 +8,18 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 
-// provider registers a raw provider peer standing in for the extension,
-// which does not exist yet at this layer.
+// provider registers a raw provider peer standing in for the extension at
+// this layer. It connects as the extension does, through the real
+// nativehost, so the broker treats it as the owner's browser (an owner
+// surface).
 func provider(t *testing.T, b *testenv.Broker, id string) *testenv.Peer {
 	t.Helper()
-	p := b.DialPeer(t)
-	if r := p.Call("hello", testenv.ProviderHello(b.Token(t), id)); !r.OK {
+	p := b.OwnerPeer(t)
+	if r := p.Call("hello", testenv.ProviderHello("", id)); !r.OK {
 		t.Fatalf("provider hello: %s", r.Code)
 	}
 	return p

@@ -13,7 +13,7 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/frames"
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -409,7 +410,7 @@ func goldenHellos() []golden {
 		add("journalKey "+k, clientHello.set("journalKey", k).String(), false)
 	}
 
-	// instance: five strings, family "chromium", nothing else.
+	// instance: five strings, family a lowercase word, nothing else.
 	for _, m := range instance {
 		add("instance without "+m.k, providerHello.set("instance", instance.del(m.k).String()).String(), false)
 		if m.k != "family" {
@@ -418,9 +419,20 @@ func goldenHellos() []golden {
 			add("instance "+m.k+" null", providerHello.set("instance", instance.set(m.k, `null`).String()).String(), false)
 		}
 	}
-	for _, f := range []string{`"chrome"`, `"Chromium"`, `"chromium "`, `""`, `null`, `1`, `["chromium"]`} {
+	for _, f := range []string{`"Chromium"`, `"chromium "`, `""`, `null`, `1`, `["chromium"]`, `"1chromium"`, `"chr_mium"`, jstr(strings.Repeat("a", 33))} {
 		add("instance family "+f, providerHello.set("instance", instance.set("family", f).String()).String(), false)
 	}
+	for _, f := range []string{`"chrome"`, `"terminal"`, `"a"`, jstr(strings.Repeat("a", 32)), `"snug-host"`} {
+		add("instance family "+f, providerHello.set("instance", instance.set("family", f).String()).String(), true)
+	}
+	// kind: optional on a provider, a lowercase word; never on a client.
+	for _, k := range []string{`"browser"`, `"snug"`, `"terminal"`, `"x1-y"`, jstr(strings.Repeat("k", 32))} {
+		add("provider kind "+k, providerHello.set("kind", k).String(), true)
+	}
+	for _, k := range []string{`""`, `"Browser"`, `"a b"`, `"-x"`, `1`, `null`, `["browser"]`, jstr(strings.Repeat("k", 33))} {
+		add("provider kind "+k, providerHello.set("kind", k).String(), false)
+	}
+	add("client with a kind", clientHello.set("kind", `"browser"`).String(), false)
 	limits := []struct {
 		field string
 		max   int
@@ -618,7 +630,7 @@ func TestParseSpecExamples(t *testing.T) {
 	}
 	if h.Role != wire.RoleClient || h.Bootstrap != 1 || !h.OffersVersion(wire.Version) ||
 		h.Token != "<private IPC token>" || h.JournalKey != strings.Repeat("a", 64) ||
-		len(h.RequiredCapabilities) != 19 || h.RequiredCapabilities[0] != wire.CapRuntime ||
+		len(h.RequiredCapabilities) != 19 || h.RequiredCapabilities[0] != browser.CapRuntime ||
 		h.Capabilities != nil || h.Instance != nil {
 		t.Errorf("client hello decoded as %+v", h)
 	}
@@ -633,7 +645,7 @@ func TestParseSpecExamples(t *testing.T) {
 		h.Instance == nil || *h.Instance != wantInstance || h.OffersVersion(2) {
 		t.Errorf("provider hello decoded as %+v", h)
 	}
-	if m := wire.Missing(wire.RequiredProviderCapabilities(), h.Capabilities); len(m) != 0 {
+	if m := wire.Missing(browser.Required(), h.Capabilities); len(m) != 0 {
 		t.Errorf("the spec's provider lacks the required capabilities %v", m)
 	}
 
@@ -689,7 +701,8 @@ func TestValidationErrorField(t *testing.T) {
 		{"extra key", kindEnvelope, specCancel.set("x", "1").String(), "x"},
 		{"bad code", kindEnvelope, specFailure.set("code", `"NOPE"`).String(), "code"},
 		{"bad version", kindHello, clientHello.set("versions", `[1,0]`).String(), "versions[1]"},
-		{"bad family", kindHello, providerHello.set("instance", instance.set("family", `"x"`).String()).String(), "instance.family"},
+		{"bad family", kindHello, providerHello.set("instance", instance.set("family", `"X"`).String()).String(), "instance.family"},
+		{"bad kind", kindHello, providerHello.set("kind", `"X"`).String(), "kind"},
 		{"instance extra key", kindHello, providerHello.set("instance", instance.set("pid", `1`).String()).String(), "instance.pid"},
 		{"welcome epoch", kindWelcome, welcome.set("connectionEpoch", `""`).String(), "connectionEpoch"},
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strconv"
+	"time"
 )
 
 // Roles a peer declares in its hello.
@@ -25,11 +26,29 @@ const (
 	MaxEpochLength  = 128
 )
 
-var journalKeyPattern = regexp.MustCompile(`^[a-f0-9]{64}$`)
+var (
+	journalKeyPattern = regexp.MustCompile(`^[a-f0-9]{64}$`)
+	// kindPattern is the grammar of a provider kind and of an instance's
+	// family: a short lowercase word.
+	kindPattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+)
+
+// MaxKindLength bounds a provider kind and an instance family.
+const MaxKindLength = 32
+
+// HandshakeTimeout bounds the time from connecting to a welcome: the
+// broker closes a peer whose hello has not succeeded by then, and the
+// extension gives up waiting for its welcome.
+const HandshakeTimeout = 3 * time.Second
+
+// DefaultKind is the kind of a provider whose hello declares none: a
+// browser, as the reference's extension is.
+const DefaultKind = "browser"
 
 // Hello is the payload of the first request on every connection. A client
 // hello has no Instance and may advertise Capabilities (the reference's
-// clients advertise none); a provider hello must have both.
+// clients advertise none); a provider hello must have both, and may declare
+// its Kind (see [Hello.ProviderKind]).
 type Hello struct {
 	Bootstrap            int       `json:"bootstrap"`
 	Versions             []int     `json:"versions"`
@@ -38,10 +57,21 @@ type Hello struct {
 	JournalKey           string    `json:"journalKey,omitempty"`
 	RequiredCapabilities []string  `json:"requiredCapabilities,omitempty"`
 	Capabilities         []string  `json:"capabilities,omitempty"`
+	Kind                 string    `json:"kind,omitempty"`
 	Instance             *Instance `json:"instance,omitempty"`
 }
 
-// Instance is a provider's description of the browser it runs in.
+// ProviderKind returns the kind a provider hello declares, or [DefaultKind]
+// when it declares none.
+func (h *Hello) ProviderKind() string {
+	if h.Kind == "" {
+		return DefaultKind
+	}
+	return h.Kind
+}
+
+// Instance is a provider's description of itself: a browser profile, a
+// Snug host, a terminal. Its kind says what Family must be.
 type Instance struct {
 	ID           string `json:"id"`
 	Family       string `json:"family"`
@@ -101,7 +131,7 @@ func ParseHello(data []byte) (*Hello, error) {
 	case RoleClient:
 		err = onlyKeys(obj, "", "bootstrap", "versions", "role", "token", "requiredCapabilities", "capabilities", "journalKey")
 	case RoleProvider:
-		err = onlyKeys(obj, "", "bootstrap", "versions", "role", "token", "requiredCapabilities", "capabilities", "instance")
+		err = onlyKeys(obj, "", "bootstrap", "versions", "role", "token", "requiredCapabilities", "capabilities", "kind", "instance")
 	default:
 		err = invalid("role", "must be client or provider")
 	}
@@ -171,6 +201,11 @@ func ParseHello(data []byte) (*Hello, error) {
 		if h.Capabilities == nil {
 			h.Capabilities = []string{}
 		}
+		if raw, ok := obj["kind"]; ok {
+			if h.Kind, err = kindString(raw, "kind"); err != nil {
+				return nil, err
+			}
+		}
 		raw, ok := obj["instance"]
 		if !ok {
 			return nil, missing("instance")
@@ -197,7 +232,6 @@ func parseInstance(raw json.RawMessage) (*Instance, error) {
 		max int
 	}{
 		{"id", &in.ID, MaxInstanceID},
-		{"family", &in.Family, MaxInstanceText},
 		{"brand", &in.Brand, MaxInstanceText},
 		{"version", &in.Version, MaxInstanceText},
 		{"profileLabel", &in.ProfileLabel, MaxInstanceText},
@@ -211,10 +245,27 @@ func parseInstance(raw json.RawMessage) (*Instance, error) {
 			return nil, err
 		}
 	}
-	if in.Family != "chromium" {
-		return nil, invalid("instance.family", `must be "chromium"`)
+	v, ok := obj["family"]
+	if !ok {
+		return nil, missing("instance.family")
+	}
+	if in.Family, err = kindString(v, "instance.family"); err != nil {
+		return nil, err
 	}
 	return in, nil
+}
+
+// kindString decodes a kind or family: 1 to MaxKindLength characters of
+// kindPattern.
+func kindString(raw json.RawMessage, field string) (string, error) {
+	s, err := boundedString(raw, field, 1, MaxKindLength)
+	if err != nil {
+		return "", err
+	}
+	if !kindPattern.MatchString(s) {
+		return "", invalid(field, "must be a lowercase word (a-z, 0-9, -)")
+	}
+	return s, nil
 }
 
 // ParseWelcome decodes and validates a welcome payload against $defs.welcome.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/frames"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -70,6 +72,27 @@ func TestEncodeShapes(t *testing.T) {
 	}
 }
 
+// TestInvalidRawNeverSent: raw params or values that are not JSON pass
+// Encode (it checks typed fields only) but never reach a peer: the framing
+// layer, through which every envelope leaves, refuses them.
+func TestInvalidRawNeverSent(t *testing.T) {
+	for name, env := range map[string]*wire.Envelope{
+		"params that are not JSON":     wire.Request("r1", "m", json.RawMessage(`{`)),
+		"params followed by more":      wire.Request("r1", "m", json.RawMessage(`{}{}`)),
+		"value that is not JSON":       wire.Success("r1", json.RawMessage(`{"a":`)),
+		"value of two values":          wire.Success("r1", json.RawMessage(`1 2`)),
+		"event value that is not JSON": wire.Event("x", json.RawMessage(`nul`)),
+	} {
+		data, err := wire.Encode(env)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := frames.Append(nil, data); !errors.Is(err, frames.ErrInvalidJSON) {
+			t.Errorf("%s: frames.Append err %v, want ErrInvalidJSON", name, err)
+		}
+	}
+}
+
 func TestEncodeRefusesInvalid(t *testing.T) {
 	tests := []struct {
 		name string
@@ -83,15 +106,10 @@ func TestEncodeRefusesInvalid(t *testing.T) {
 		{"empty method", wire.Request("r1", "", nil)},
 		{"array params", wire.Request("r1", "m", json.RawMessage(`[]`))},
 		{"null params", wire.Request("r1", "m", json.RawMessage(`null`))},
-		{"params that are not JSON", wire.Request("r1", "m", json.RawMessage(`{`))},
-		{"params followed by more", wire.Request("r1", "m", json.RawMessage(`{}{}`))},
 		{"request built without params", &wire.Envelope{Type: wire.TypeRequest, ID: "r1", Method: "m"}},
 		{"unknown code", wire.Failure("r1", "NOT_A_CODE")},
 		{"empty code", wire.Failure("r1", "")},
-		{"value that is not JSON", wire.Success("r1", json.RawMessage(`{"a":`))},
-		{"value of two values", wire.Success("r1", json.RawMessage(`1 2`))},
 		{"event with a bad name", wire.Event("_x", nil)},
-		{"event value that is not JSON", wire.Event("x", json.RawMessage(`nul`))},
 		{"unknown type", &wire.Envelope{Type: "hello", ID: "r1"}},
 		{"zero envelope", &wire.Envelope{}},
 	}
@@ -194,16 +212,16 @@ func TestMarshalBuiltHandshake(t *testing.T) {
 		value any
 	}{
 		{"client hello", kindHello, &wire.Hello{Bootstrap: wire.Bootstrap, Versions: []int{wire.Version}, Role: wire.RoleClient,
-			Token: "tok", JournalKey: strings.Repeat("ab", 32), RequiredCapabilities: []string{wire.CapRuntime}}},
+			Token: "tok", JournalKey: strings.Repeat("ab", 32), RequiredCapabilities: []string{browser.CapRuntime}}},
 		{"legacy client hello", kindHello, &wire.Hello{Bootstrap: 1, Versions: []int{1}, Role: wire.RoleClient}},
 		{"provider hello", kindHello, &wire.Hello{Bootstrap: 1, Versions: []int{1}, Role: wire.RoleProvider,
-			Capabilities: wire.RequiredProviderCapabilities(),
+			Capabilities: browser.Required(),
 			Instance:     &wire.Instance{ID: "i", Family: "chromium", Brand: "b", Version: "v", ProfileLabel: "p"}}},
 		{"provider hello without capabilities", kindHello, &wire.Hello{Bootstrap: 1, Versions: []int{1}, Role: wire.RoleProvider,
 			Instance: &wire.Instance{ID: "i", Family: "chromium", Brand: "b", Version: "v", ProfileLabel: "p"}}},
 		{"provider hello by value", kindHello, wire.Hello{Bootstrap: 1, Versions: []int{1}, Role: wire.RoleProvider, Capabilities: []string{},
 			Instance: &wire.Instance{ID: "i", Family: "chromium", Brand: "b", Version: "v", ProfileLabel: "p"}}},
-		{"welcome", kindWelcome, &wire.Welcome{Version: 1, ConnectionEpoch: "e", Capabilities: wire.BrokerCapabilities()}},
+		{"welcome", kindWelcome, &wire.Welcome{Version: 1, ConnectionEpoch: "e", Capabilities: browser.Offered()}},
 		{"welcome with no capabilities", kindWelcome, &wire.Welcome{Version: 1, ConnectionEpoch: "e", Capabilities: []string{}}},
 	}
 	for _, tc := range tests {

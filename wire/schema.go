@@ -29,6 +29,12 @@ func obj(props schema, required ...string) schema {
 	}
 }
 
+func kindSchema() schema {
+	s := str(1, MaxKindLength)
+	s["pattern"] = kindPattern.String()
+	return s
+}
+
 func nameListSchema() schema {
 	return schema{"type": "array", "maxItems": MaxCapabilities, "uniqueItems": true, "items": name()}
 }
@@ -64,9 +70,10 @@ func Schema() schema {
 	client["capabilities"] = nameListSchema()
 	provider := helloCommon(RoleProvider)
 	provider["capabilities"] = nameListSchema()
+	provider["kind"] = kindSchema()
 	provider["instance"] = obj(schema{
 		"id":           str(1, MaxInstanceID),
-		"family":       schema{"const": "chromium"},
+		"family":       kindSchema(),
 		"brand":        str(1, MaxInstanceText),
 		"version":      str(1, MaxInstanceText),
 		"profileLabel": str(1, MaxInstanceText),

@@ -32,8 +32,8 @@ func decodeObject(data []byte, field string) (object, error) {
 	if !isObject(data) {
 		return nil, invalid(field, "must be a JSON object")
 	}
-	var obj object
-	if err := json.Unmarshal(data, &obj); err != nil {
+	obj, err := splitObject(data)
+	if err != nil {
 		return nil, invalid(field, "is not valid JSON")
 	}
 	return obj, nil
@@ -72,8 +72,11 @@ func rawString(raw json.RawMessage, field string) (string, error) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", invalid(field, "must be a string")
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if len(raw) < 2 || raw[len(raw)-1] != '"' {
+		return "", invalid(field, "must be a string")
+	}
+	s, err := unquote(raw) // raw is a whole JSON string: splitObject checked it
+	if err != nil {
 		return "", invalid(field, "must be a string")
 	}
 	return s, nil
@@ -106,10 +109,59 @@ func idField(obj object, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if loneSurrogate(obj[key]) {
+		// Decoding turns it into U+FFFD, so a reply would carry another ID.
+		return "", invalid(key, "must not escape a lone UTF-16 surrogate")
+	}
 	if !ValidID(s) {
 		return "", invalid(key, "must be 1 to 128 characters")
 	}
 	return s, nil
+}
+
+// loneSurrogate reports whether a JSON string's text escapes a UTF-16
+// surrogate that is not half of a pair (\uD800 alone, or \uDC00 first).
+// Raw UTF-8 cannot hold surrogates (frames rejects invalid UTF-8), so only
+// escapes can.
+func loneSurrogate(raw json.RawMessage) bool {
+	high := false // the previous escape was a high surrogate
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			if high {
+				return true
+			}
+			continue
+		}
+		i++
+		if i >= len(raw) || raw[i] != 'u' || i+4 >= len(raw) {
+			if high {
+				return true
+			}
+			continue
+		}
+		v, err := strconv.ParseUint(string(raw[i+1:i+5]), 16, 16)
+		i += 4
+		if err != nil {
+			continue
+		}
+		switch {
+		case v >= 0xD800 && v <= 0xDBFF:
+			if high {
+				return true
+			}
+			high = true
+		case v >= 0xDC00 && v <= 0xDFFF:
+			if !high {
+				return true
+			}
+			high = false
+		default:
+			if high {
+				return true
+			}
+		}
+	}
+	return high
 }
 
 func nameField(obj object, key string) (string, error) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/broker"
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
@@ -200,23 +201,30 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return 0
 	}
 	var st broker.Status
+	var bst browser.Status
 	if err := json.Unmarshal(raw, &st); err != nil {
 		fmt.Fprintf(stderr, "broker status: unexpected answer: %v\n", err)
 		return 1
 	}
+	if sec, ok := st.Services[browser.Kind]; ok {
+		if err := json.Unmarshal(sec, &bst); err != nil {
+			fmt.Fprintf(stderr, "broker status: unexpected browser section: %v\n", err)
+			return 1
+		}
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "broker\t%s (pid %d)\n", st.Version, st.PID)
 	fmt.Fprintf(tw, "running since\t%s\n", st.StartedAt.Local().Format(time.DateTime))
-	fmt.Fprintf(tw, "access mode\t%s\n", st.AccessMode)
-	if len(st.AllowOrigins) > 0 {
-		fmt.Fprintf(tw, "allowed origins\t%s\n", strings.Join(st.AllowOrigins, ", "))
+	fmt.Fprintf(tw, "access mode\t%s\n", bst.AccessMode)
+	if len(bst.AllowOrigins) > 0 {
+		fmt.Fprintf(tw, "allowed origins\t%s\n", strings.Join(bst.AllowOrigins, ", "))
 	}
 	if st.Admission == broker.AdmissionPrompt {
 		fmt.Fprintf(tw, "admission\tprompt: each new client waits until you allow it in the browser (%d pending)\n", len(st.Pending))
 	}
 	fmt.Fprintf(tw, "connections\t%d of %d (this one included)\n", st.Connections, st.MaxSockets)
-	fmt.Fprintf(tw, "browsers\t%d of %d\n", len(st.Instances), st.MaxProviders)
-	fmt.Fprintf(tw, "leases\t%d\n", len(st.Leases))
+	fmt.Fprintf(tw, "browsers\t%d of %d\n", len(bst.Instances), st.MaxProviders)
+	fmt.Fprintf(tw, "leases\t%d\n", len(bst.Leases))
 	if j := st.Journal; j != nil {
 		if j.Problem != "" {
 			fmt.Fprintf(tw, "journal\tUNAVAILABLE: %s\n", j.Problem)
@@ -241,22 +249,22 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		}
 		tw.Flush()
 	}
-	if len(st.Instances) == 0 {
+	if len(bst.Instances) == 0 {
 		fmt.Fprintln(stdout, "\nNo browser is connected. Load the extension (see 'broker install') and keep the browser open.")
 		return 0
 	}
 	fmt.Fprintln(stdout)
 	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tBRAND\tVERSION\tPROFILE")
-	for _, in := range st.Instances {
+	for _, in := range bst.Instances {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.ID, in.Brand, in.Version, in.ProfileLabel)
 	}
 	tw.Flush()
-	if len(st.Leases) > 0 {
+	if len(bst.Leases) > 0 {
 		fmt.Fprintln(stdout)
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "LEASE\tTAB\tSCOPE\tORIGIN\tEXPIRES")
-		for _, l := range st.Leases {
+		for _, l := range bst.Leases {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, l.Tab, l.Scope, l.Origin, l.ExpiresAt.Local().Format(time.TimeOnly))
 		}
 		tw.Flush()

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dsh-browser/broker/broker"
+	"github.com/dsh-browser/broker/browser"
 
 	"github.com/dsh-browser/broker/install"
 )
@@ -109,10 +110,10 @@ func checkServeArgs(args []string) error {
 		name, value, _ := strings.Cut(a, "=")
 		switch name {
 		case "--access-mode":
-			if value != broker.AccessRestricted && value != broker.AccessPersonal {
+			if value != browser.AccessRestricted && value != browser.AccessPersonal {
 				return fmt.Errorf("--access-mode=%s: use restricted or personal", value)
 			}
-			personal = value == broker.AccessPersonal
+			personal = value == browser.AccessPersonal
 		case "--admission":
 			if value != broker.AdmissionOpen && value != broker.AdmissionPrompt {
 				return fmt.Errorf("--admission=%s: use open or prompt", value)

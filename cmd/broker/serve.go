@@ -10,10 +10,12 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/lmittmann/tint"
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-browser/broker/broker"
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/browser/runtime"
 	"github.com/dsh-browser/broker/internal/paths"
+	"github.com/dsh-browser/broker/service"
 )
 
 func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -21,7 +23,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	runtimeDir := fs.String("runtime-dir", "", "runtime directory (socket, token); see 'broker help'")
 	socket := fs.String("socket", "", "socket path (default RUNTIME/broker.sock, or $DSH_SOCKET)")
 	stateDir := fs.String("state-dir", "", "state directory (default $DSH_STATE_DIR, $XDG_STATE_HOME/dsh or ~/.local/state/dsh)")
-	access := fs.String("access-mode", broker.AccessRestricted, "restricted: the user approves every claim in the extension; personal: prompt-free HTTP(S) tabs")
+	access := fs.String("access-mode", browser.AccessRestricted, "restricted: the user approves every claim in the extension; personal: prompt-free HTTP(S) tabs")
 	var allow multiFlag
 	fs.Var(&allow, "allow-origin", "restricted mode: an exact origin (scheme://host[:port]) claims may target; repeatable")
 	admission := fs.String("admission", broker.AdmissionOpen, "open: a client with the token is admitted; prompt: each new client connection also waits\nuntil you allow it in the browser's admission window (discovery answers ADMISSION_PENDING\nmeanwhile, other calls wait up to 25 s; Deny is final for that connection; a new\nconnection asks again, whatever its name)")
@@ -41,12 +43,19 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	log := newLogger(stderr, lvl)
 
+	switch *access {
+	case browser.AccessRestricted, browser.AccessPersonal:
+	default:
+		fmt.Fprintf(stderr, "broker serve: unknown --access-mode %q: use restricted or personal\n", *access)
+		return 2
+	}
 	rd := paths.RuntimeDir(*runtimeDir)
 	cfg := broker.Config{
-		RuntimeDir:     rd,
-		SocketPath:     paths.Socket(*socket, rd),
-		AccessMode:     *access,
-		AllowOrigins:   allow,
+		RuntimeDir: rd,
+		SocketPath: paths.Socket(*socket, rd),
+		Services: []service.Register{
+			runtime.Register(runtime.Config{Personal: *access == browser.AccessPersonal, AllowOrigins: allow}),
+		},
 		Admission:      *admission,
 		MaxConnections: *maxConns,
 		Version:        version(),
@@ -96,11 +105,13 @@ func newLogger(w io.Writer, lvl slog.Level) *slog.Logger {
 	return slog.New(tint.NewHandler(w, &tint.Options{Level: lvl, NoColor: !isTerminal(w)}))
 }
 
+// isTerminal reports whether w is a character device (a terminal, for
+// the colour decision; no ioctl, so it reads the same on every platform).
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

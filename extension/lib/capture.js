@@ -5,8 +5,9 @@
 // an image it could not redact.
 import { CodeError, fail } from './errors.js';
 import { topology, rethrowCode } from './frames.js';
+import { LIMITS } from './protocol.js';
 
-export const MAX_DATA = 800000; // base64 characters
+export const MAX_DATA = LIMITS.MAX_SCREENSHOT_DATA; // base64 characters
 const MAX_WIDTH = 1200; // CSS pixels: wider viewports are scaled down
 const QUALITY = 0.7;
 const ATTEMPTS = 3;

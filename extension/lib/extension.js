@@ -2,7 +2,8 @@
 // passes the real one, the Node tests a fake. Listeners are registered
 // synchronously, as MV3 requires of a service worker's first turn.
 import { fail, isObject, orFail } from './errors.js';
-import { createTransport, ORDERED_IDS } from './transport.js';
+import { createTransport } from './transport.js';
+import { CAP, METHOD } from './protocol.js';
 import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
 import { createApprovals, ADMIT_WINDOW } from './approval.js';
 import * as ax from './ax.js';
@@ -12,9 +13,9 @@ import { topology } from './frames.js';
 import { capture } from './capture.js';
 import { encodeJpeg } from './image.js';
 
-const CAPABILITIES = ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1',
-  'frames.list.v1', 'capture.v1', 'ax.page.v1', 'ax.read-frame.v1', 'input.frame.v1', ORDERED_IDS];
-const REQUIRED_CAPABILITIES = ['runtime.v1'];
+const CAPABILITIES = [CAP.LEASE_FENCING, CAP.LEASE_TAB_SCOPE, CAP.AX_READ, CAP.AX_FIND, CAP.INPUT_NAMED_KEYS,
+  CAP.FRAMES_LIST, CAP.CAPTURE, CAP.AX_PAGE, CAP.FRAME_READ, CAP.FRAME_INPUT, CAP.ORDERED_IDS];
+const REQUIRED_CAPABILITIES = [CAP.RUNTIME];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
 
@@ -251,13 +252,13 @@ export function createExtension(chrome, {
   );
 
   const methods = {
-    'tabs.list': async (conn) => (await chrome.tabs.query({}))
+    [METHOD.TABS_LIST]: async (conn) => (await chrome.tabs.query({}))
       .filter((t) => isHttp(t.url))
       .map((t) => ({ id: `${conn.instanceId}:${t.id}`, instanceId: conn.instanceId, url: t.url, title: t.title ?? '' })),
-    'admission.request': admit,
-    'lease.grant': grant,
-    'lease.revoke': revoke,
-    'ax.read': leased(
+    [METHOD.ADMISSION_REQUEST]: admit,
+    [METHOD.LEASE_GRANT]: grant,
+    [METHOD.LEASE_REVOKE]: revoke,
+    [METHOD.AX_READ]: leased(
       ({ request: r }) => {
         if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
             (r.frame !== undefined && !(validFrame(r.frame) && r.backendNodeId === undefined))) fail('INVALID_REQUEST');
@@ -268,7 +269,7 @@ export function createExtension(chrome, {
         return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, undefined, f.frameId));
       }),
     ),
-    'ax.find': leased(
+    [METHOD.AX_FIND]: leased(
       ({ request: r }) => {
         if (!isObject(r) || !nonEmpty(r.name) || (r.role !== undefined && !nonEmpty(r.role)) ||
             (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
@@ -284,7 +285,7 @@ export function createExtension(chrome, {
         });
       },
     ),
-    'ax.page': leased(
+    [METHOD.AX_PAGE]: leased(
       ({ request: r }) => {
         const id = (v) => typeof v === 'string' && v !== '' && v.length <= 64;
         if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
@@ -299,18 +300,22 @@ export function createExtension(chrome, {
         return inFrame(ctx, page, frame, (p) => ax.readWindow(ctx.send, p, { ...request, frameId: frame.frameId }));
       }),
     ),
-    'frames.list': leased(onlyLease, frameList),
-    capture: leased(onlyLease, async (ctx) => {
+    [METHOD.FRAMES_LIST]: leased(onlyLease, frameList),
+    [METHOD.CAPTURE]: leased(onlyLease, async (ctx) => {
       // Chromium never answers a screenshot of a tab that is not shown.
       if (await notShown(ctx.tab)) fail('NOT_ACTIONABLE');
       return oneDocument(ctx, (page) => shoot(ctx, page));
     }),
 
-    cdp: leased((p) => checkCdp(p.method, p.params), ({ send, params }) => send(params.method, params.params)),
-    'input.click': inputMethod('click'),
-    'input.text': inputMethod('text'),
-    'input.key': inputMethod('key'),
+    [METHOD.CDP]: leased((p) => checkCdp(p.method, p.params), ({ send, params }) => send(params.method, params.params)),
+    [METHOD.INPUT_CLICK]: inputMethod('click'),
+    [METHOD.INPUT_TEXT]: inputMethod('text'),
+    [METHOD.INPUT_KEY]: inputMethod('key'),
   };
+  // Every provider method the broker calls (protocol.js) has a handler.
+  for (const m of Object.values(METHOD)) {
+    if (!Object.hasOwn(methods, m)) throw new Error(`extension: no handler for the provider method ${m}`);
+  }
 
   async function popupState() {
     const tabs = await Promise.all(gates.list().map(async (g) => {

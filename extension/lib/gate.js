@@ -2,8 +2,9 @@
 // debugger command goes through send(), which refuses once the gate is gone,
 // so dropping a gate (synchronously) is what stops a lease.
 import { fail } from './errors.js';
+import { EVENT, LIMITS } from './protocol.js';
 
-const MAX_LEASE_AHEAD_MS = 5 * 60 * 1000;
+const MAX_LEASE_AHEAD_MS = LIMITS.LEASE_TTL_MS;
 const PAGE_CHANGE_COALESCE_MS = 50;
 
 export const isHttp = (url) => typeof url === 'string' && /^https?:\/\//i.test(url);
@@ -66,7 +67,7 @@ export function createGates({ chrome, timers, now, emit }) {
     gates.delete(gate.tabId);
     timers.clearTimeout(gate.expiryTimer);
     timers.clearTimeout(gate.changeTimer);
-    if (notify) emit(gate.conn, 'lease.revoked', { leaseId: gate.leaseId });
+    if (notify) emit(gate.conn, EVENT.LEASE_REVOKED, { leaseId: gate.leaseId });
     detach(gate.tabId);
     badge(gate.tabId, '');
   }
@@ -131,7 +132,7 @@ export function createGates({ chrome, timers, now, emit }) {
     gate.changeTimer = timers.setTimeout(() => {
       gate.changeTimer = null;
       if (gate.dropped) return;
-      emit(gate.conn, 'page.changed', { tab: gate.handle, leaseId: gate.leaseId, sequence: ++gate.sequence });
+      emit(gate.conn, EVENT.PAGE_CHANGED, { tab: gate.handle, leaseId: gate.leaseId, sequence: ++gate.sequence });
     }, PAGE_CHANGE_COALESCE_MS);
   }
 

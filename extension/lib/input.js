@@ -1,8 +1,9 @@
 // The fenced input seam: every check runs right before dispatch, and nothing
 // is dispatched when one fails.
 import { CodeError, fail, isObject, orFail } from './errors.js';
+import { LIMITS, NAMED_KEYS } from './protocol.js';
 
-const MAX_TEXT = 10000;
+const MAX_TEXT = LIMITS.MAX_ACTION_TEXT;
 const CTRL = 2;
 const SHIFT = 8;
 
@@ -23,6 +24,11 @@ export const namedKeys = new Map(Object.entries({
   Backspace: { key: 'Backspace', code: 'Backspace', keyCode: 8 },
   Delete: { key: 'Delete', code: 'Delete', keyCode: 46 },
 }));
+// The broker's list (protocol.js, generated from Go) and this table must
+// name the same keys: fail loudly at load, not at the first press.
+if (NAMED_KEYS.length !== namedKeys.size || !NAMED_KEYS.every((k) => namedKeys.has(k))) {
+  throw new Error('input: the key table differs from NAMED_KEYS in protocol.js');
+}
 const selectAllKey = { key: 'a', code: 'KeyA', keyCode: 65 };
 
 // keyPair is one keyDown/keyUp pair. Keys that type text send keyDown with

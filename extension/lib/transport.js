@@ -3,16 +3,17 @@
 // time; a closed connection's port can no longer reach anything.
 import { validateEnvelope, validateWelcome, errorCodes } from './schema.js';
 import { CodeError } from './errors.js';
+import { CAP, LIMITS } from './protocol.js';
 
 const HOST = 'dev.dsh.broker';
-const WELCOME_TIMEOUT_MS = 3000;
-const MAX_IN_FLIGHT = 32;
-const MAX_REQUEST_IDS = 10000;
-export const MAX_VALUE_BYTES = 900000;
+const WELCOME_TIMEOUT_MS = LIMITS.HANDSHAKE_TIMEOUT_MS;
+const MAX_IN_FLIGHT = LIMITS.MAX_IN_FLIGHT;
+const MAX_REQUEST_IDS = LIMITS.MAX_TRANSPORT_IDS;
+export const MAX_VALUE_BYTES = LIMITS.MAX_PROVIDER_ANSWER;
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_MAX_MS = 30000;
-const PERSONAL_MODE = 'broker.personal-mode.v1';
-export const ORDERED_IDS = 'transport.ordered-ids.v1';
+const PERSONAL_MODE = CAP.PERSONAL_MODE;
+const ORDERED_IDS = CAP.ORDERED_IDS;
 const ORDERED_ID = /^[1-9][0-9]{0,15}$/;
 
 const utf8 = new TextEncoder();

@@ -1,21 +1,28 @@
-// Command gen writes protocol/v1.schema.json from package wire, and the same
-// bytes to extension/lib/v1.schema.json: the extension can only load files
-// inside its own directory. Run it with `go generate ./protocol`.
+// Command gen writes the published protocol files from the Go code:
+// protocol/v1.schema.json (package protocol: the wire grammar and every
+// method's params schema); extension/lib/v1.schema.json, the envelope and
+// hello grammar the extension validates (package wire; the extension can
+// only load files inside its own directory); and extension/lib/protocol.js,
+// the names and limits the extension shares with the broker. Run it with
+// `go generate ./protocol`.
 package main
 
 import (
 	"log"
 	"os"
 
+	"github.com/dsh-browser/broker/protocol"
 	"github.com/dsh-browser/broker/wire"
 )
 
-// outputs are relative to protocol/, where go generate runs the command.
-var outputs = []string{"v1.schema.json", "../extension/lib/v1.schema.json"}
-
 func main() {
-	data := wire.SchemaJSON()
-	for _, path := range outputs {
+	// Paths are relative to protocol/, where go generate runs the command.
+	outputs := map[string][]byte{
+		"v1.schema.json":                  protocol.SchemaJSON(),
+		"../extension/lib/v1.schema.json": wire.SchemaJSON(),
+		"../extension/lib/protocol.js":    protocol.ExtensionModule(),
+	}
+	for path, data := range outputs {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			log.Fatal(err)
 		}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-browser/broker/internal/termtest"
 	"github.com/dsh-browser/broker/term/agentapi"
 	"github.com/dsh-browser/broker/term/agentsock"
 	"github.com/dsh-browser/broker/term/session"
+	"github.com/dsh-browser/broker/test/harness/termtest"
 )
 
 // A client pipelines requests and closes its write side: what only reads

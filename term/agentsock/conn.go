@@ -168,7 +168,11 @@ func (c *conn) runWrites() {
 // start at once, and writes are returned true to be held.
 func (c *conn) accept(r *request) bool {
 	c.mu.Lock()
-	helloed, denied := c.helloed, c.ticket != nil && c.ticket.State() == admission.Denied
+	helloed, denied := c.helloed, false
+	if c.ticket != nil {
+		st, _ := c.ticket.State()
+		denied = st == admission.Denied
+	}
 	c.mu.Unlock()
 	switch {
 	case denied:
@@ -248,7 +252,8 @@ func (c *conn) peer() (agentapi.Peer, bool) {
 	if !c.helloed {
 		return agentapi.Peer{}, false
 	}
-	return agentapi.Peer{Conn: c.id, Label: c.label, Admission: string(c.ticket.State())}, true
+	st, _ := c.ticket.State()
+	return agentapi.Peer{Conn: c.id, Label: c.label, Admission: string(st)}, true
 }
 
 // --- output ---

@@ -79,7 +79,8 @@ func (c *conn) hello(r *request) (json.RawMessage, error) {
 	if c.s.cfg.Admission == AdmissionOpen {
 		c.ticket.Decide(true)
 	}
-	pending := c.ticket.State() == admission.Pending
+	st, _ := c.ticket.State()
+	pending := st == admission.Pending
 	c.mu.Unlock()
 	c.s.signalPeers()
 	if pending {
@@ -124,20 +125,20 @@ func (c *conn) bind() (*view, *agentapi.State, bool) {
 	if bound != "" {
 		return c.s.lookup(bound, c.id)
 	}
-	views := c.s.participating(c.id)
-	if len(views) == 0 {
+	states := c.s.participating(c.id)
+	if len(states) == 0 {
 		return nil, nil, false
 	}
-	pick := views[0]
+	pick := states[0].ID
 	att := c.s.attendedSession()
-	for _, v := range views {
-		if v.sess.ID() == att {
-			pick = v
+	for _, st := range states {
+		if st.ID == att {
+			pick = st.ID
 		}
 	}
 	c.mu.Lock()
 	if c.bound == "" {
-		c.bound = pick.sess.ID()
+		c.bound = pick
 	}
 	bound = c.bound
 	c.mu.Unlock()
@@ -243,14 +244,10 @@ func (c *conn) route(ctx context.Context, r *request) (json.RawMessage, *boundar
 }
 
 func (c *conn) sessions() (json.RawMessage, error) {
-	views := c.s.participating(c.id)
 	bound := c.boundID()
 	att := c.s.attendedSession()
 	res := agentapi.SessionsResult{Sessions: []agentapi.SessionInfo{}}
-	for i, v := range views {
-		c.s.mu.Lock()
-		st := v.state
-		c.s.mu.Unlock()
+	for i, st := range c.s.participating(c.id) {
 		res.Sessions = append(res.Sessions, agentapi.SessionInfo{
 			ID: st.ID, Index: i + 1, Title: st.Title, Mode: st.Mode,
 			Bound: st.ID == bound, Attended: st.ID == att,
@@ -275,10 +272,7 @@ func (c *conn) navigation() agentapi.NavigationResult {
 			src = st
 		}
 	}
-	for _, v := range c.s.participating(c.id) {
-		c.s.mu.Lock()
-		st := v.state
-		c.s.mu.Unlock()
+	for _, st := range c.s.participating(c.id) {
 		if st.IsMasked(agentapi.MethodSwitchTab) {
 			continue
 		}
@@ -315,11 +309,11 @@ func (c *conn) switchTab(r *request) (json.RawMessage, *boundary, error) {
 		if json.Unmarshal(p.Tab, &n) != nil {
 			return nil, nil, agentapi.Errorf(agentapi.CodeInvalidInput, "tab is a number from sessions or a session ID")
 		}
-		views := c.s.participating(c.id)
-		if n < 1 || n > len(views) {
-			return nil, nil, agentapi.Errorf(agentapi.CodeNotFound, "no tab %d; sessions lists %d", n, len(views))
+		states := c.s.participating(c.id)
+		if n < 1 || n > len(states) {
+			return nil, nil, agentapi.Errorf(agentapi.CodeNotFound, "no tab %d; sessions lists %d", n, len(states))
 		}
-		dest = views[n-1].sess.ID()
+		dest = states[n-1].ID
 	}
 	_, dst, ok := c.s.lookup(dest, c.id)
 	if !ok {
@@ -352,11 +346,9 @@ func (c *conn) openTab(ctx context.Context, r *request) (json.RawMessage, *bound
 	if _, src, live := c.s.lookup(from, c.id); live && src.IsMasked(agentapi.MethodOpenTab) {
 		return nil, nil, agentapi.Errorf(agentapi.CodeMasked, "the owner does not let agents open tabs from this one")
 	}
-	req := agentapi.Request{Conn: c.id}
 	c.mu.Lock()
-	req.Label = c.label
+	open := OpenRequest{Conn: c.id, Label: c.label, From: from}
 	c.mu.Unlock()
-	open := OpenRequest{Conn: c.id, Label: req.Label, From: from}
 	if p.Reason != nil {
 		open.Reason = *p.Reason
 	}

@@ -272,7 +272,7 @@ func (s *Server) admit(nc net.Conn) {
 		s.mu.Lock()
 		delete(s.conns, c.id)
 		s.mu.Unlock()
-		s.peersChanged()
+		s.signalPeers()
 	}()
 }
 
@@ -308,7 +308,7 @@ func (s *Server) Attach(sess agentapi.Session) error {
 	s.attended = id
 	s.mu.Unlock()
 	sess.Subscribe(s)
-	s.peersChanged()
+	s.signalPeers()
 	return nil
 }
 
@@ -351,7 +351,9 @@ func (s *Server) Event(ev agentapi.Event) {
 		}
 	case agentapi.EventAdmission:
 		if c := s.conns[ev.Conn]; c != nil && c.admit(ev.Allowed) {
-			s.refuseIf(!ev.Allowed, "the owner denied the connection", "conn", c.id)
+			if !ev.Allowed {
+				s.refuse("the owner denied the connection", "conn", c.id)
+			}
 			c.event(agentapi.EventToolsChanged, map[string]any{}, nil)
 			s.signalPeers()
 		}
@@ -374,12 +376,6 @@ func (s *Server) Event(ev agentapi.Event) {
 	}
 }
 
-func (s *Server) refuseIf(cond bool, reason string, kv ...any) {
-	if cond {
-		s.refuse(reason, kv...)
-	}
-}
-
 // boundary is what a session result or event was produced under.
 type boundary struct {
 	session      string
@@ -398,8 +394,6 @@ func (s *Server) current(conn uint64, b *boundary) bool {
 	}
 	return b.gen >= v.state.Generation && (b.surface == 0 || b.surface >= v.state.Surface)
 }
-
-func (s *Server) peersChanged() { s.signalPeers() }
 
 func (s *Server) signalPeers() {
 	select {
@@ -436,14 +430,15 @@ func (s *Server) pushPeers(ctx context.Context) {
 	}
 }
 
-// participating returns the sessions conn participates in, in tab order.
-func (s *Server) participating(conn uint64) []*view {
+// participating returns the states of the sessions conn participates in,
+// in tab order.
+func (s *Server) participating(conn uint64) []*agentapi.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*view
+	var out []*agentapi.State
 	for _, id := range s.order {
-		if v := s.sessions[id]; v.state.Participates(conn) {
-			out = append(out, v)
+		if st := s.sessions[id].state; st.Participates(conn) {
+			out = append(out, st)
 		}
 	}
 	return out

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dsh-browser/broker/internal/termtest"
 	"github.com/dsh-browser/broker/term/agentapi"
 	"github.com/dsh-browser/broker/term/agentsock"
 	"github.com/dsh-browser/broker/term/session"
+	"github.com/dsh-browser/broker/test/harness/termtest"
 )
 
 // opener opens a new tab as a host would: a new session, shared with the

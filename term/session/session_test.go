@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-browser/broker/internal/termtest"
 	"github.com/dsh-browser/broker/term/agentapi"
 	"github.com/dsh-browser/broker/term/session"
+	"github.com/dsh-browser/broker/test/harness/termtest"
 )
 
 const agent = 1 // the connection these tests act as

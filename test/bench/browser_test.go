@@ -24,8 +24,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/dsh-browser/broker/browser"
-	"github.com/dsh-browser/broker/internal/chromium"
-	"github.com/dsh-browser/broker/internal/stack"
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/stack"
 )
 
 // The browser benchmarks compare one operation done through the whole

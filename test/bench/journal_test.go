@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +18,8 @@ import (
 	"github.com/dsh-browser/broker/broker"
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
-	"github.com/dsh-browser/broker/internal/testenv"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -157,7 +159,8 @@ func startActEnv(tb testing.TB, n int, durable bool) *actEnv {
 	for i := range n {
 		var opts client.Options
 		if durable {
-			opts.JournalKey = fmt.Sprintf("%064x", i+1)
+			sum := sha256.Sum256(fmt.Appendf(nil, "bench client %d", i+1)) // distinct, and strong enough for the broker
+			opts.JournalKey = hex.EncodeToString(sum[:])
 		}
 		c := &actClient{c: e.b.Client(tb, opts), session: fmt.Sprintf("s%d", i+1)}
 		raw, err := c.c.Call(ctx, "browser.claim", map[string]any{"sessionId": c.session, "instanceId": instanceID, "tab": actTab(i)})

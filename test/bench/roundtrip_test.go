@@ -15,12 +15,15 @@ import (
 	"testing"
 	"time"
 
+	browserruntime "github.com/dsh-browser/broker/browser/runtime"
+
 	"github.com/dsh-browser/broker/broker"
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/internal/paths"
-	"github.com/dsh-browser/broker/internal/testenv"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/service"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -107,7 +110,8 @@ func mustBrokerPath(tb testing.TB) roundTrip {
 	tb.Helper()
 	dir := mustShortDir(tb)
 	socket := filepath.Join(dir, paths.SocketName)
-	srv, err := broker.New(broker.Config{RuntimeDir: dir, SocketPath: socket, Limits: limits})
+	srv, err := broker.New(broker.Config{RuntimeDir: dir, SocketPath: socket, Limits: limits,
+		Services: []service.Register{browserruntime.Register(browserruntime.Config{Personal: true})}})
 	if err != nil {
 		tb.Fatal(err)
 	}

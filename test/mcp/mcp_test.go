@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-browser/broker/internal/stack"
-	"github.com/dsh-browser/broker/internal/testenv"
+	"github.com/dsh-browser/broker/test/harness/stack"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 )
 
 // dir is this test's directory: package.json, the lockfile and the Node

@@ -26,10 +26,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/dsh-browser/broker/internal/chromium"
-	"github.com/dsh-browser/broker/internal/stack"
-	"github.com/dsh-browser/broker/internal/testenv"
-	"github.com/dsh-browser/broker/internal/testpages"
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/stack"
+	"github.com/dsh-browser/broker/test/harness/testenv"
+	"github.com/dsh-browser/broker/test/harness/testpages"
 )
 
 // dir is this test's directory: package.json, the lockfile and bench.mjs.

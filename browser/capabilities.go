@@ -1,0 +1,64 @@
+package browser
+
+// Kind is the provider kind of a browser: the MV3 extension, through
+// nativehost. Its hello may leave the kind out (the reference's does).
+const Kind = "browser"
+
+// Family is the instance family every browser provider reports.
+const Family = "chromium"
+
+// Capabilities the broker offers clients in its welcome, in the
+// reference's vocabulary. A name joins [Offered] in the change that makes
+// its reference semantics true and its end-to-end test pass.
+const (
+	CapRuntime          = "runtime.v1"
+	CapProviderAXRead   = "provider.ax-read.v1"
+	CapProviderAXFind   = "provider.ax-find.v1"
+	CapObserveQuery     = "observe.query.v1"
+	CapJournalRecovery  = "journal.recovery.v1"
+	CapRuntimeBatch     = "runtime.batch.v1"
+	CapPersonalTabScope = "runtime.personal-tab-scope.v1"
+	// CapPersonalMode is offered only by a broker in personal access mode:
+	// the extension then lists every HTTP(S) tab and grants tab-scoped
+	// leases without asking.
+	CapPersonalMode = "broker.personal-mode.v1"
+)
+
+// Offered lists what the broker offers every peer for the browser kind
+// (CapPersonalMode is added in personal mode).
+func Offered() []string {
+	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
+		CapJournalRecovery, CapRuntimeBatch}
+}
+
+// Provider capabilities: what a browser provider advertises in its hello.
+const (
+	CapLeaseFencing   = "lease.fencing.v1"
+	CapLeaseTabScope  = "lease.tab-scope.v1"
+	CapAXRead         = "ax.read.v1"
+	CapAXFind         = "ax.find.v1"
+	CapInputNamedKeys = "input.named-keys.v1"
+
+	// Optional provider methods, beyond the reference's names: a provider
+	// without one gets UNSUPPORTED_CAPABILITY for what needs it, and is
+	// sent nothing.
+	CapAXPage     = "ax.page.v1"       // ax.page
+	CapFramesList = "frames.list.v1"   // frames.list
+	CapCapture    = "capture.v1"       // capture
+	CapFrameRead  = "ax.read-frame.v1" // ax.read and ax.find with a frame
+	CapFrameInput = "input.frame.v1"   // input.click, input.text, input.key with a frame
+)
+
+// MaxProviderAnswer bounds a browser provider's success response in bytes
+// (the extension's cap, the reference's): a larger one is answered
+// QUEUE_FULL instead.
+const MaxProviderAnswer = 900_000
+
+// Required is what a browser provider must advertise to be registered; one
+// lacking any fails its hello with PROTOCOL_MISMATCH. These are the safety
+// floor the runtime is built on (fencing tokens, lease scopes, bounded AX
+// reads and searches): a provider without them could only be driven
+// through a less safe path, which the broker never falls back to.
+func Required() []string {
+	return []string{CapLeaseFencing, CapLeaseTabScope, CapAXRead, CapAXFind, CapInputNamedKeys}
+}

@@ -1,0 +1,226 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/dsh-browser/broker/browser"
+
+	"github.com/dsh-browser/broker/lease"
+	"github.com/dsh-browser/broker/wire"
+)
+
+var controlRoles = map[string]bool{
+	"button": true, "link": true, "textbox": true, "searchbox": true, "combobox": true,
+	"checkbox": true, "radio": true, "tab": true, "menuitem": true, "menuitemcheckbox": true,
+	"menuitemradio": true, "switch": true, "option": true, "slider": true, "spinbutton": true,
+}
+
+var regionRoles = map[string]bool{
+	"region": true, "form": true, "group": true, "dialog": true, "alertdialog": true,
+	"main": true, "navigation": true, "search": true, "complementary": true, "banner": true,
+	"contentinfo": true, "table": true, "list": true, "tabpanel": true,
+}
+
+var checkableRoles = map[string]bool{
+	"checkbox": true, "switch": true, "radio": true, "menuitemcheckbox": true, "menuitemradio": true,
+}
+
+var queryRole = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+
+// Observe reads the leased page: the whole document within the budgets, or
+// the literal matches of a query. With the cursor of an earlier observation
+// of the same document and scope it answers a delta when that is smaller
+// (cursors.go).
+func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage) (any, error) {
+	var in browser.ObserveParams
+	if err := decodeParams(params, &in); err != nil {
+		return nil, err
+	}
+	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) || textLen(in.Cursor) > 128 {
+		return nil, invalid()
+	}
+	if f := in.Frame; f != nil && (!bounded(f.FrameID, 1, 128) || !bounded(f.DocumentEpoch, 1, 512)) {
+		return nil, invalid()
+	}
+	if q := in.Query; q != nil {
+		if !bounded(q.Name, 1, browser.MaxNameLength) || strings.TrimSpace(q.Name) == "" ||
+			(q.Role != "" && (len(q.Role) > 80 || !queryRole.MatchString(q.Role))) {
+			return nil, invalid()
+		}
+	}
+	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
+	l, p, prov, err := r.leased(owner, in.LeaseID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
+	defer cancel()
+	if !p.acquire(ctx.Done()) {
+		return nil, wire.Err(wire.CodeDeadlineExceeded)
+	}
+	defer p.release()
+	var obs *browser.Observation
+	if in.Frame != nil {
+		obs, err = r.observeFrame(ctx, l, p, prov, in.Frame, in.Query)
+	} else {
+		obs, err = r.observe(ctx, l, p, in.Query)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var base *browser.Observation
+	if in.Cursor != "" {
+		base = r.baseline(owner, l.ID, in.Cursor)
+	}
+	r.publish(owner, l.ID, obs)
+	if in.Cursor == "" {
+		return obs, nil
+	}
+	return since(base, obs), nil
+}
+
+// observe reads and projects the page. The caller holds the page's queue.
+func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *browser.Query) (*browser.Observation, error) {
+	prov, err := r.provider(l.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	read, err := r.readAX(ctx, prov, l, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkOrigin(l, read.URL); err != nil {
+		return nil, err
+	}
+	obs := &browser.Observation{
+		Format: "full", Cursor: randomCursor(), Tab: l.Tab, URL: read.URL, Title: read.Title,
+		DocumentEpoch: read.DocumentEpoch, Revision: p.observed(read.DocumentEpoch),
+		Nodes: []browser.NodeRef{}, Text: []string{}, Truncated: read.Truncated, Scope: browser.Scope{Kind: "document"},
+	}
+	if q != nil {
+		obs.Scope = browser.Scope{Kind: "query", Query: q}
+	}
+	project(obs, p, read.Nodes, q != nil)
+	return obs, nil
+}
+
+// readAX asks the provider for the page's AX nodes (ax.read), or for the
+// literal matches of q (ax.find); frame names a child frame's document.
+func (r *Runtime) readAX(ctx context.Context, prov Provider, l *lease.Lease, q *browser.Query, frame *frameDocument) (*axRead, error) {
+	req := axRequest{Frame: frame}
+	if q != nil {
+		req.Name, req.Role = q.Name, q.Role
+	}
+	return callAX(ctx, prov, l, req)
+}
+
+// checkOrigin ends an origin-scoped lease whose tab now shows another
+// origin: its authority was for the origin the user approved.
+func (r *Runtime) checkOrigin(l *lease.Lease, pageURL string) error {
+	origin, ok := httpOrigin(pageURL)
+	if l.Scope == lease.ScopeTab && ok {
+		return nil
+	}
+	if !ok || origin != l.Origin {
+		r.leases.End(l.ID, lease.Revoked)
+		return wire.Err(wire.CodeLeaseRevoked)
+	}
+	return nil
+}
+
+// entry is what one AX node contributes to an observation: a text
+// fragment, or an element (a control or a named region) with the identity
+// its ref stands for.
+type entry struct {
+	text    string // a text fragment, when ref is nil
+	ref     *browser.NodeRef
+	target  target
+	size    int  // the element's share of the node budget
+	dropped bool // an element that cannot be shown (its name is too long): the observation is truncated
+}
+
+func (e *entry) region() bool { return e.ref != nil && e.ref.Kind == "region" }
+
+// entryOf classifies one AX node; ok is false for nodes that are neither
+// text nor an element. For a query every match is an element, whatever its
+// role.
+func entryOf(n axNode, query bool) (e entry, ok bool) {
+	if n.Ignored || n.Props.Hidden {
+		return e, false
+	}
+	name := strings.TrimSpace(n.Name)
+	if n.Role == "StaticText" && !query {
+		return entry{text: name}, name != ""
+	}
+	editable := n.Props.Editable != ""
+	region := regionRoles[n.Role]
+	if !query && !controlRoles[n.Role] && !(n.Props.Focusable && editable) && !(region && name != "") {
+		return e, false
+	}
+	if textLen(n.Name) > browser.MaxNameLength || n.BackendNodeID <= 0 {
+		return entry{dropped: true}, true
+	}
+	ref := &browser.NodeRef{Role: n.Role, Name: n.Name, Disabled: n.Props.Disabled, Editable: editable}
+	if checkableRoles[n.Role] {
+		switch n.Props.Checked {
+		case "true":
+			ref.Checked = true
+		case "mixed":
+			ref.Checked = "mixed"
+		default:
+			ref.Checked = false
+		}
+	}
+	if n.Value != nil && textLen(*n.Value) <= browser.MaxValueLength && !region {
+		ref.Value = n.Value
+	}
+	if region && !controlRoles[n.Role] {
+		ref.Kind = "region"
+	}
+	size := len(n.Name) + 64
+	if ref.Value != nil {
+		size += len(*ref.Value)
+	}
+	t := target{BackendNodeID: n.BackendNodeID, Role: n.Role, Name: n.Name, editable: editable, region: ref.Kind == "region"}
+	return entry{ref: ref, target: t, size: size}, true
+}
+
+// project turns AX nodes into refs and text within the budgets.
+func project(obs *browser.Observation, p refMinter, nodes []axNode, query bool) {
+	controls, regions, nodeBytes, textBytes := 0, 0, 0, 0
+	for _, n := range nodes {
+		e, ok := entryOf(n, query)
+		switch {
+		case !ok:
+			continue
+		case e.dropped:
+			obs.Truncated = true
+			continue
+		case e.ref == nil:
+			if len(obs.Text) >= browser.MaxTextFragment || textBytes+len(e.text) > browser.MaxTextBytes {
+				obs.Truncated = true
+				continue
+			}
+			textBytes += len(e.text)
+			obs.Text = append(obs.Text, e.text)
+			continue
+		}
+		if (e.region() && regions >= browser.MaxRegions) || (!e.region() && controls >= browser.MaxControls) || nodeBytes+e.size > browser.MaxNodeBytes {
+			obs.Truncated = true
+			continue
+		}
+		nodeBytes += e.size
+		e.ref.ID = p.ref(e.target)
+		if e.region() {
+			regions++
+		} else {
+			controls++
+		}
+		obs.Nodes = append(obs.Nodes, *e.ref)
+	}
+}
+
+func randomCursor() string { return "c" + randomHex(8) }

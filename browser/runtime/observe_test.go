@@ -1,0 +1,394 @@
+package runtime
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/wire"
+)
+
+func TestObserve(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	l := f.claim("s")
+	o := f.observe("s", l.ID)
+	if o.Format != "full" || o.Cursor == "" || o.ResyncRequired || o.Tab != l.Tab || o.URL != pageURL || o.Title != "Form" ||
+		o.DocumentEpoch != "F:L1" || o.Revision != 1 || o.Scope.Kind != "document" || o.Truncated {
+		t.Fatalf("observation %+v", o)
+	}
+	if len(o.Nodes) != 3 || o.Nodes[0].Kind != "region" || !o.Nodes[1].Editable || o.Nodes[2].Name != "Greet" ||
+		strings.Join(o.Text, "|") != "DSH demo" {
+		t.Fatalf("projection %+v %q", o.Nodes, o.Text)
+	}
+	read := f.p.sent(browser.ProviderAXRead)[0].(*requestParams[axRequest])
+	if read.Lease.ID != l.ID || read.Lease.Token != l.Token || read.Request != (axRequest{}) {
+		t.Fatalf("ax.read sent %+v", read)
+	}
+	again := f.observe("s", l.ID)
+	if again.Revision != 2 || refOf(t, again.Nodes, "button", "Greet") != refOf(t, o.Nodes, "button", "Greet") || again.Cursor == o.Cursor {
+		t.Fatalf("refs must stay for the same element of the same document, cursors and revisions move: %+v", again)
+	}
+	f.p.page.edit(func(pg *fakePage) { pg.epoch, pg.truncated = "F:L2", true })
+	moved := f.observe("s", l.ID)
+	if refOf(t, moved.Nodes, "button", "Greet") == refOf(t, o.Nodes, "button", "Greet") || !moved.Truncated {
+		t.Fatalf("a new document must mint new refs and carry truncated: %+v", moved)
+	}
+
+	t.Run("query", func(t *testing.T) {
+		q := must[browser.Observation](t, f.r.Observe, f.c, map[string]any{"sessionId": "s", "leaseId": l.ID,
+			"query": map[string]any{"name": "Greet", "role": "button"}})
+		if q.Scope.Kind != "query" || q.Scope.Query == nil || q.Scope.Query.Name != "Greet" || len(q.Nodes) != 1 || q.Nodes[0].Name != "Greet" {
+			t.Fatalf("query observation %+v", q)
+		}
+		find := f.p.sent(browser.ProviderAXFind)
+		if len(find) != 1 || find[0].(*requestParams[axRequest]).Request != (axRequest{Name: "Greet", Role: "button"}) {
+			t.Fatalf("ax.find sent %+v", find)
+		}
+		// A query's match is an element whatever its role.
+		q = must[browser.Observation](t, f.r.Observe, f.c, map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"name": "DSH demo"}})
+		if len(q.Nodes) != 1 || q.Nodes[0].Role != "StaticText" || len(q.Text) != 0 {
+			t.Fatalf("query for text %+v", q)
+		}
+	})
+
+	t.Run("off its origin", func(t *testing.T) {
+		g := newFixture(t, Config{})
+		l := g.claim("s")
+		g.p.page.edit(func(pg *fakePage) { pg.url = "https://elsewhere.test/" })
+		if _, err := invoke[any](t, g.r.Observe, g.c, map[string]any{"sessionId": "s", "leaseId": l.ID}); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+			t.Fatalf("a page of another origin: %v, want LEASE_REVOKED", err)
+		}
+		if ids := g.c.revocations(t); len(ids) != 1 || ids[0] != l.ID {
+			t.Fatalf("the owner was not told: %v", ids)
+		}
+		if _, err := invoke[any](t, g.r.ValidateLease, g.c, map[string]any{"sessionId": "s", "leaseId": l.ID}); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+			t.Fatalf("the origin-scoped lease outlived the origin: %v", err)
+		}
+	})
+
+	t.Run("personal leases follow the tab", func(t *testing.T) {
+		g := newFixture(t, Config{Personal: true})
+		l := g.claim("s")
+		g.p.page.edit(func(pg *fakePage) { pg.url = "https://elsewhere.test/" })
+		if o := g.observe("s", l.ID); o.URL != "https://elsewhere.test/" {
+			t.Fatalf("observation %+v", o)
+		}
+		g.p.page.edit(func(pg *fakePage) { pg.url = "chrome://settings" })
+		if _, err := invoke[any](t, g.r.Observe, g.c, map[string]any{"sessionId": "s", "leaseId": l.ID}); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+			t.Fatalf("a tab that left HTTP(S): %v, want LEASE_REVOKED", err)
+		}
+	})
+}
+
+func TestObserveCursor(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	l := f.claim("s")
+	for i := range 30 { // enough page that one changed line is a small delta
+		f.p.page.edit(func(pg *fakePage) {
+			pg.add("b"+string(rune('a'+i)), "2", axNode{BackendNodeID: int64(100 + i), Role: "button", Name: "Button " + string(rune('A'+i))})
+		})
+	}
+	base := f.observe("s", l.ID)
+	withCursor := func(cursor string, extra map[string]any) json.RawMessage {
+		t.Helper()
+		params := map[string]any{"sessionId": "s", "leaseId": l.ID, "cursor": cursor}
+		for k, v := range extra {
+			params[k] = v
+		}
+		return must[json.RawMessage](t, f.r.Observe, f.c, params)
+	}
+
+	f.p.page.say("Hello, Ada!")
+	var d browser.ObservationDelta
+	json.Unmarshal(withCursor(base.Cursor, nil), &d)
+	if d.Format != "delta" || d.BaseCursor != base.Cursor || d.Cursor == base.Cursor || d.ResyncRequired || len(d.Nodes.Upsert) != 0 ||
+		d.Text == nil || strings.Join(d.Text.Insert, "|") != "Hello, Ada!" {
+		t.Fatalf("delta %+v", d)
+	}
+	nodes, text := d.Apply(base.Nodes, base.Text)
+	if now := f.observe("s", l.ID); len(nodes) != len(now.Nodes) || strings.Join(text, "|") != strings.Join(now.Text, "|") {
+		t.Fatalf("the delta does not give the page: %v %q", nodes, text)
+	}
+	// The delta's cursor is a baseline too.
+	var next browser.ObservationDelta
+	json.Unmarshal(withCursor(d.Cursor, nil), &next)
+	if next.Format != "delta" || next.BaseCursor != d.Cursor || next.Text != nil {
+		t.Fatalf("delta against a delta's cursor %+v", next)
+	}
+
+	resync := func(name, cursor string, c *fakeClient, extra map[string]any, reason string) {
+		t.Helper()
+		params := map[string]any{"sessionId": "s", "leaseId": l.ID, "cursor": cursor}
+		for k, v := range extra {
+			params[k] = v
+		}
+		o, err := invoke[browser.Observation](t, f.r.Observe, c, params)
+		if err != nil || o.Format != "full" || !o.ResyncRequired || o.ResyncReason != reason {
+			t.Errorf("%s: %+v %v, want a full observation with %s", name, o, err, reason)
+		}
+	}
+	resync("an unknown cursor", "c-unknown", f.c, nil, "cursor-unavailable")
+	resync("a changed scope", base.Cursor, f.c, map[string]any{"query": map[string]any{"name": "Greet"}}, "scope-changed")
+	f.clock.advance(CursorRetention + 1)
+	resync("an expired cursor", d.Cursor, f.c, nil, "cursor-unavailable")
+	fresh := f.observe("s", l.ID)
+	f.p.page.edit(func(pg *fakePage) { pg.epoch = "F:L2" })
+	resync("a new document", fresh.Cursor, f.c, nil, "document-changed")
+
+	// Another owner's cursor is unknown to this one (its lease is not theirs
+	// either, so ask through a lease of its own).
+	other := newFakeClient(2)
+	f.h.connect(other)
+	f.p.on(browser.ProviderTabsList, func(any) (any, error) {
+		return []browser.TabSummary{{ID: "inst:2", InstanceID: "inst", URL: pageURL}}, nil
+	})
+	theirs := must[browser.LeaseResult](t, f.r.Claim, other, map[string]any{"sessionId": "s", "instanceId": "inst", "tab": "inst:2"})
+	mine := f.observe("s", l.ID)
+	o, err := invoke[browser.Observation](t, f.r.Observe, other, map[string]any{"sessionId": "s", "leaseId": theirs.ID, "cursor": mine.Cursor})
+	if err != nil || !o.ResyncRequired || o.ResyncReason != "cursor-unavailable" {
+		t.Errorf("another owner's cursor: %+v %v", o, err)
+	}
+}
+
+// frameFixture leases the standard page with a same-origin child frame
+// and returns its inventory (the main frame, then the child).
+func frameFixture(t *testing.T, caps ...string) (*fixture, browser.LeaseResult, []browser.Frame) {
+	f := newFixture(t, Config{}, caps...)
+	f.p.page.withChildFrame()
+	l := f.claim("s")
+	if !f.p.caps[browser.CapFramesList] {
+		return f, l, nil
+	}
+	inv := must[browser.FrameInventory](t, f.r.Frames, f.c, map[string]any{"sessionId": "s", "leaseId": l.ID})
+	if len(inv.Frames) != 2 {
+		t.Fatalf("frames %+v", inv)
+	}
+	return f, l, inv.Frames
+}
+
+// selector names a listed frame and its document.
+func selector(fr browser.Frame) map[string]any {
+	return map[string]any{"frameId": fr.ID, "documentEpoch": fr.DocumentEpoch}
+}
+
+func TestObserveFrame(t *testing.T) {
+	t.Parallel()
+	f, l, frames := frameFixture(t)
+	frame := selector(frames[1])
+	o := must[browser.Observation](t, f.r.Observe, f.c, map[string]any{"sessionId": "s", "leaseId": l.ID, "frame": frame})
+	if o.Scope.Kind != "frame" || o.Scope.FrameID != frames[1].ID || o.DocumentEpoch != "C:LC1" || len(o.Nodes) != 1 ||
+		o.Nodes[0].Name != "Inner" || strings.Join(o.Text, "") != "Inside" {
+		t.Fatalf("frame observation %+v", o)
+	}
+	read := f.p.sent(browser.ProviderAXRead)
+	if sent := read[len(read)-1].(*requestParams[axRequest]).Request.Frame; sent == nil || *sent != (frameDocument{"C", "LC1"}) {
+		t.Fatalf("ax.read sent frame %+v", sent)
+	}
+	q := must[browser.Observation](t, f.r.Observe, f.c, map[string]any{"sessionId": "s", "leaseId": l.ID, "frame": frame,
+		"query": map[string]any{"name": "Inner"}})
+	if q.Scope.Kind != "query" || q.Scope.FrameID != frames[1].ID || len(q.Nodes) != 1 {
+		t.Fatalf("frame query %+v", q)
+	}
+	// The main document's epoch stays.
+	if main := f.observe("s", l.ID); main.DocumentEpoch != "F:L1" {
+		t.Fatalf("main observation after a frame read: %+v", main)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		sel    func(main, child browser.Frame) map[string]any
+		script func(p *fakeProvider)
+		want   wire.Code
+		read   bool // the provider is asked to read, and refuses
+	}{
+		{"the main frame", func(m, _ browser.Frame) map[string]any { return selector(m) }, nil, wire.CodeInvalidRequest, false},
+		{"an unknown frame", func(_, c browser.Frame) map[string]any {
+			return map[string]any{"frameId": "frame-0", "documentEpoch": c.DocumentEpoch}
+		}, nil, wire.CodeStaleTarget, false},
+		{"another document in the frame", func(_, c browser.Frame) map[string]any {
+			return map[string]any{"frameId": c.ID, "documentEpoch": "C:LC0"}
+		}, nil, wire.CodeStaleTarget, false},
+		{"a cross-origin frame", nil, func(p *fakeProvider) {
+			p.page.edit(func(pg *fakePage) { pg.frames[0].Origin = "https://ads.test" })
+		}, wire.CodePolicyDenied, false},
+		{"an out-of-process frame", nil, func(p *fakeProvider) {
+			p.page.edit(func(pg *fakePage) { pg.frames[0] = sourceFrame{FrameID: "C", ParentID: "F"} })
+		}, wire.CodePolicyDenied, false},
+		{"the frame navigated before the read", nil, func(p *fakeProvider) {
+			p.page.edit(func(pg *fakePage) { pg.docs["C"].epoch = "C:LC2" })
+		}, wire.CodeStaleTarget, true},
+		{"a read of another document", nil, func(p *fakeProvider) {
+			p.on(browser.ProviderAXRead, func(any) (any, error) { return &axRead{DocumentEpoch: "C:LC2", URL: "https://app.test/inner"}, nil })
+		}, wire.CodeStaleTarget, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, l, frames := frameFixture(t)
+			sel := selector(frames[1])
+			if tc.sel != nil {
+				sel = tc.sel(frames[0], frames[1])
+			}
+			if tc.script != nil {
+				tc.script(g.p)
+			}
+			if _, err := invoke[any](t, g.r.Observe, g.c, map[string]any{"sessionId": "s", "leaseId": l.ID, "frame": sel}); rpc.CodeOf(err) != tc.want {
+				t.Fatalf("%v, want %s", err, tc.want)
+			}
+			if read := g.p.count(browser.ProviderAXRead) > 0; read != tc.read {
+				t.Fatalf("the provider was asked to read: %v", read)
+			}
+		})
+	}
+}
+
+func TestFrames(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	l := f.claim("s")
+	params := map[string]any{"sessionId": "s", "leaseId": l.ID}
+	f.p.page.edit(func(pg *fakePage) {
+		pg.frames = []sourceFrame{
+			{FrameID: "A", ParentID: "F", LoaderID: "LA", Origin: "https://app.test", Local: true},
+			{FrameID: "B", ParentID: "A", LoaderID: "LB", Origin: "https://ads.test", Local: true},
+			{FrameID: "O", ParentID: "F"}, // out of process
+		}
+	})
+	inv := must[browser.FrameInventory](t, f.r.Frames, f.c, params)
+	if inv.Tab != l.Tab || inv.DocumentEpoch != "F:L1" || len(inv.Frames) != 4 || !inv.Frames[0].IsMain ||
+		inv.Frames[1].OriginRelation != originSame || inv.Frames[2].OriginRelation != originCross || inv.Frames[3].ContextStatus != contextUnknown ||
+		inv.Frames[2].ParentID != inv.Frames[1].ID || inv.Frames[1].DocumentEpoch != "A:LA" {
+		t.Fatalf("inventory %+v", inv)
+	}
+	if again := must[browser.FrameInventory](t, f.r.Frames, f.c, params); again.Frames[1].ID != inv.Frames[1].ID {
+		t.Fatal("a frame's ID changed while the lease lasts")
+	}
+	// An inconsistent list breaks the contract.
+	f.p.page.edit(func(pg *fakePage) {
+		pg.frames = []sourceFrame{{FrameID: "B", ParentID: "A", LoaderID: "LB", Local: true}}
+	})
+	if _, err := invoke[any](t, f.r.Frames, f.c, params); !errors.Is(err, errProvider) {
+		t.Fatalf("a child before its parent: %v, want errProvider", err)
+	}
+	f.p.fail(browser.ProviderFramesList, wire.CodeLeaseRevoked)
+	if _, err := invoke[any](t, f.r.Frames, f.c, params); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+		t.Fatalf("a provider error: %v", err)
+	}
+	f.p.on(browser.ProviderFramesList, func(any) (any, error) {
+		list := f.p.page.frameList()
+		list.URL, list.Frames = "https://elsewhere.test/", list.Frames[:1]
+		return list, nil
+	})
+	if _, err := invoke[any](t, f.r.Frames, f.c, params); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+		t.Fatalf("a tab off its origin: %v, want LEASE_REVOKED", err)
+	}
+}
+
+func TestCapture(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	l := f.claim("s")
+	params := map[string]any{"sessionId": "s", "leaseId": l.ID}
+	shot := func(edit func(s *sourceScreenshot)) func(any) (any, error) {
+		return func(any) (any, error) {
+			s := sourceScreenshot{DocumentEpoch: "F:L1", URL: pageURL, CapturedAt: 1700000000000, MimeType: jpegMime, Data: jpegOf(30),
+				Viewport: browser.Viewport{Width: 800, Height: 600, PageY: 40}, Redaction: browser.Redaction{Policy: redactionPolicy, Frames: 2, Regions: 1}}
+			if edit != nil {
+				edit(&s)
+			}
+			return s, nil
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		answer func(any) (any, error)
+		want   wire.Code // "" succeeds; INTERNAL_ERROR is a broken contract
+	}{
+		{"a coherent screenshot", shot(nil), ""},
+		{"data at the cap", shot(func(s *sourceScreenshot) { s.Data = jpegOf(browser.MaxScreenshotData / 4 * 3) }), ""},
+		{"data one character past the cap", shot(func(s *sourceScreenshot) { s.Data = jpegOf(browser.MaxScreenshotData/4*3) + "A" }), wire.CodeQueueFull},
+		{"not a JPEG", shot(func(s *sourceScreenshot) { s.Data = base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n")) }), wire.CodeInternalError},
+		{"not base64", shot(func(s *sourceScreenshot) { s.Data = "/9j/!!" }), wire.CodeInternalError},
+		{"another type", shot(func(s *sourceScreenshot) { s.MimeType = "image/png" }), wire.CodeInternalError},
+		{"more regions than frames", shot(func(s *sourceScreenshot) { s.Redaction.Regions = 3 }), wire.CodeInternalError},
+		{"another policy", shot(func(s *sourceScreenshot) { s.Redaction.Policy = "none" }), wire.CodeInternalError},
+		{"an empty viewport", shot(func(s *sourceScreenshot) { s.Viewport.Width = 0 }), wire.CodeInternalError},
+		{"no document", shot(func(s *sourceScreenshot) { s.DocumentEpoch = "" }), wire.CodeInternalError},
+		{"no time", shot(func(s *sourceScreenshot) { s.CapturedAt = 0 }), wire.CodeInternalError},
+		{"not an object", func(any) (any, error) { return json.RawMessage(`"jpeg"`), nil }, wire.CodeInternalError},
+		{"the page kept changing", func(any) (any, error) { return nil, wire.Err(wire.CodeStaleTarget) }, wire.CodeStaleTarget},
+		{"the tab is not shown", func(any) (any, error) { return nil, wire.Err(wire.CodeNotActionable) }, wire.CodeNotActionable},
+	} {
+		f.p.on(browser.ProviderCapture, tc.answer)
+		got, err := invoke[browser.Screenshot](t, f.r.Capture, f.c, params)
+		switch {
+		case tc.want == wire.CodeInternalError:
+			if !errors.Is(err, errProvider) {
+				t.Errorf("%s: %v, want errProvider", tc.name, err)
+			}
+		case tc.want != "":
+			if rpc.CodeOf(err) != tc.want {
+				t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case got.Tab != l.Tab || got.DocumentEpoch != "F:L1" || got.Viewport.PageY != 40 || got.Redaction.Frames != 2 || got.MimeType != jpegMime:
+			t.Errorf("%s: %+v", tc.name, got)
+		}
+	}
+	f.p.on(browser.ProviderCapture, shot(nil))
+	raw := must[json.RawMessage](t, f.r.Capture, f.c, params)
+	if strings.Contains(string(raw), pageURL) {
+		t.Fatalf("the screenshot carries the provider's url: %.200s", raw)
+	}
+	if sent := f.p.sent(browser.ProviderCapture)[0].(*leaseParams); sent.Lease.ID != l.ID || sent.Lease.Token != l.Token {
+		t.Fatalf("capture sent %+v", sent.Lease)
+	}
+	must[map[string]bool](t, f.r.ValidateLease, f.c, params)
+
+	f.p.on(browser.ProviderCapture, shot(func(s *sourceScreenshot) { s.URL = "https://elsewhere.test/" }))
+	if _, err := invoke[any](t, f.r.Capture, f.c, params); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+		t.Fatalf("a screenshot of another origin: %v, want LEASE_REVOKED", err)
+	}
+	if _, err := invoke[any](t, f.r.ValidateLease, f.c, params); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+		t.Fatalf("validateLease after the origin changed: %v", err)
+	}
+}
+
+func TestValidateLease(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	l := f.claim("s")
+	params := map[string]any{"sessionId": "s", "leaseId": l.ID}
+	if got := must[map[string]bool](t, f.r.ValidateLease, f.c, params); len(got) != 1 || !got["valid"] {
+		t.Fatalf("validateLease %v", got)
+	}
+	other := newFakeClient(2)
+	for name, call := range map[string]func() error{
+		"another session": func() error {
+			_, err := invoke[any](t, f.r.ValidateLease, f.c, map[string]any{"sessionId": "x", "leaseId": l.ID})
+			return err
+		},
+		"another connection": func() error { _, err := invoke[any](t, f.r.ValidateLease, other, params); return err },
+		"an unknown lease": func() error {
+			_, err := invoke[any](t, f.r.ValidateLease, f.c, map[string]any{"sessionId": "s", "leaseId": "nope"})
+			return err
+		},
+	} {
+		if err := call(); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+			t.Errorf("%s: %v, want LEASE_REVOKED", name, err)
+		}
+	}
+	// A browser gone (before the broker ends its leases): not valid either.
+	f.h.remove(f.p)
+	if _, err := invoke[any](t, f.r.ValidateLease, f.c, params); rpc.CodeOf(err) != wire.CodeLeaseRevoked {
+		t.Fatalf("a lease on a gone browser: %v, want LEASE_REVOKED", err)
+	}
+	if len(f.p.methods()) != 2 { // tabs.list and lease.grant of the claim
+		t.Fatalf("validateLease asked the provider: %v", f.p.methods())
+	}
+}

@@ -1,0 +1,274 @@
+package runtime
+
+// The provider contract (protocol/PROVIDER.md) as typed calls: one function
+// per provider method, named after it, sends its params and decodes its
+// answer. Nothing else in the runtime calls Provider.Call, so this file is
+// the whole of what the runtime asks of a browser.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/lease"
+)
+
+// errProvider is the category of a provider answer that breaks the
+// contract (malformed or inconsistent). The broker answers the client
+// INTERNAL_ERROR and logs the cause.
+var errProvider = errors.New("the browser extension broke the provider contract")
+
+// providerErr wraps a contract violation of method with its cause.
+func providerErr(method string, cause any) error {
+	return fmt.Errorf("%w: %s: %v", errProvider, method, cause)
+}
+
+// call sends one provider method and decodes its answer into T.
+func call[T any](ctx context.Context, prov Provider, method string, params any) (*T, error) {
+	raw, err := prov.Call(ctx, method, params)
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, providerErr(method, err)
+	}
+	return &v, nil
+}
+
+// leaseParams is the params of a provider method that names only a lease.
+type leaseParams struct {
+	Lease *lease.Lease `json:"lease"`
+}
+
+// requestParams is the params of a provider method with a request.
+type requestParams[T any] struct {
+	Lease   *lease.Lease `json:"lease"`
+	Request T            `json:"request"`
+}
+
+// frameDocument names a child frame's current document to the provider.
+type frameDocument struct {
+	FrameID  string `json:"frameId"`
+	LoaderID string `json:"loaderId"`
+}
+
+// callTabsList lists the instance's tabs.
+func callTabsList(ctx context.Context, prov Provider) ([]browser.TabSummary, error) {
+	tabs, err := call[[]browser.TabSummary](ctx, prov, browser.ProviderTabsList, struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	return *tabs, nil
+}
+
+// grantParams is the params of lease.grant: the lease, and who asks (for
+// the owner's approval window).
+type grantParams struct {
+	Lease  *lease.Lease `json:"lease"`
+	Client grantClient  `json:"client"`
+}
+
+type grantClient struct {
+	Label string `json:"label"`
+}
+
+// callLeaseGrant asks the provider to gate a tab for a lease (in
+// restricted mode, after the owner approves).
+func callLeaseGrant(ctx context.Context, prov Provider, l *lease.Lease, label string) (*grantResult, error) {
+	g, err := call[grantResult](ctx, prov, browser.ProviderLeaseGrant, grantParams{Lease: l, Client: grantClient{Label: label}})
+	if err != nil {
+		return nil, err
+	}
+	if !g.Granted || g.DocumentEpoch == "" {
+		return nil, providerErr(browser.ProviderLeaseGrant, "a grant without granted:true and a document epoch")
+	}
+	return g, nil
+}
+
+// callLeaseRevoke drops a lease's gate.
+func callLeaseRevoke(ctx context.Context, prov Provider, l *lease.Lease) error {
+	_, err := prov.Call(ctx, browser.ProviderLeaseRevoke, leaseParams{l})
+	return err
+}
+
+// axRequest is the request of ax.read (Name empty) and ax.find.
+type axRequest struct {
+	Name  string         `json:"name,omitempty"`
+	Role  string         `json:"role,omitempty"`
+	Frame *frameDocument `json:"frame,omitempty"`
+}
+
+// callAX reads the page's AX nodes (ax.read), or the literal matches of a
+// query (ax.find), in the main document or a child frame's.
+func callAX(ctx context.Context, prov Provider, l *lease.Lease, req axRequest) (*axRead, error) {
+	method := browser.ProviderAXRead
+	if req.Name != "" {
+		method = browser.ProviderAXFind
+	}
+	read, err := call[axRead](ctx, prov, method, requestParams[axRequest]{l, req})
+	if err != nil {
+		return nil, err
+	}
+	if read.DocumentEpoch == "" {
+		return nil, providerErr(method, "no document epoch")
+	}
+	return read, nil
+}
+
+// pageRequest is the request of ax.page.
+type pageRequest struct {
+	MaxNodes      int            `json:"maxNodes"`
+	Frame         *frameDocument `json:"frame,omitempty"`
+	BackendNodeID int64          `json:"backendNodeId,omitempty"`
+	After         []string       `json:"after,omitempty"`
+}
+
+// callAXPage reads one window of the page, depth-first from a root or
+// after a chain of AX node IDs.
+func callAXPage(ctx context.Context, prov Provider, l *lease.Lease, req pageRequest) (*windowRead, error) {
+	read, err := call[windowRead](ctx, prov, browser.ProviderAXPage, requestParams[pageRequest]{l, req})
+	if err != nil {
+		return nil, err
+	}
+	if read.DocumentEpoch == "" {
+		return nil, providerErr(browser.ProviderAXPage, "no document epoch")
+	}
+	return read, nil
+}
+
+// callFramesList lists the tab's frames.
+func callFramesList(ctx context.Context, prov Provider, l *lease.Lease) (*sourceFrames, error) {
+	return call[sourceFrames](ctx, prov, browser.ProviderFramesList, leaseParams{l})
+}
+
+// callCapture screenshots the viewport, redacted in the extension.
+func callCapture(ctx context.Context, prov Provider, l *lease.Lease) (*sourceScreenshot, error) {
+	return call[sourceScreenshot](ctx, prov, browser.ProviderCapture, leaseParams{l})
+}
+
+// inputTarget is the element an input acts on, with the identity it had
+// when observed: the provider re-checks it right before the input.
+type inputTarget struct {
+	BackendNodeID int64  `json:"backendNodeId"`
+	Role          string `json:"role"`
+	Name          string `json:"name"`
+}
+
+// inputCommand is the request of input.click (X, Y), input.text (Text,
+// Mode) and input.key (Key, Shift).
+type inputCommand struct {
+	DocumentEpoch string         `json:"documentEpoch"`
+	Target        inputTarget    `json:"target"`
+	Frame         *frameDocument `json:"frame,omitempty"`
+	X             *float64       `json:"x,omitempty"`
+	Y             *float64       `json:"y,omitempty"`
+	Text          *string        `json:"text,omitempty"`
+	Mode          string         `json:"mode,omitempty"`
+	Key           string         `json:"key,omitempty"`
+	Shift         bool           `json:"shift,omitempty"`
+}
+
+// callInput dispatches one fenced input (input.click, input.text or
+// input.key). An error of the refusal codes of PROVIDER.md means nothing
+// was dispatched; any other may have come after the input.
+func callInput(ctx context.Context, prov Provider, method string, l *lease.Lease, cmd inputCommand) error {
+	_, err := prov.Call(ctx, method, requestParams[inputCommand]{l, cmd})
+	return err
+}
+
+// cdpParams is the params of cdp: one allowlisted CDP command.
+type cdpParams struct {
+	Lease  *lease.Lease `json:"lease"`
+	Method string       `json:"method"`
+	Params any          `json:"params"`
+}
+
+// callCDP sends one allowlisted CDP command on the leased tab.
+func callCDP(ctx context.Context, prov Provider, l *lease.Lease, method string, params any) (json.RawMessage, error) {
+	return prov.Call(ctx, browser.ProviderCDP, cdpParams{l, method, params})
+}
+
+// sourceScreenshot is a provider's answer to capture (PROVIDER.md).
+type sourceScreenshot struct {
+	DocumentEpoch string            `json:"documentEpoch"`
+	URL           string            `json:"url"`
+	CapturedAt    int64             `json:"capturedAt"`
+	MimeType      string            `json:"mimeType"`
+	Data          string            `json:"data"`
+	Viewport      browser.Viewport  `json:"viewport"`
+	Redaction     browser.Redaction `json:"redaction"`
+}
+
+type grantResult struct {
+	Granted       bool   `json:"granted"`
+	DocumentEpoch string `json:"documentEpoch"`
+	URL           string `json:"url"`
+	Title         string `json:"title"`
+}
+
+// sourceFrames is a provider's answer to frames.list (PROVIDER.md): the main
+// frame first, then parents before children.
+type sourceFrames struct {
+	DocumentEpoch string        `json:"documentEpoch"`
+	URL           string        `json:"url"`
+	Truncated     bool          `json:"truncated"`
+	Frames        []sourceFrame `json:"frames"`
+}
+
+type sourceFrame struct {
+	FrameID  string `json:"frameId"`
+	ParentID string `json:"parentId"`
+	LoaderID string `json:"loaderId"`
+	Origin   string `json:"origin"`
+	Local    bool   `json:"local"` // the provider can see the frame's document
+}
+
+// document names the frame's current document to the provider.
+func (f sourceFrame) document() *frameDocument {
+	return &frameDocument{FrameID: f.FrameID, LoaderID: f.LoaderID}
+}
+
+// axRead is a provider's answer to ax.read and ax.find (PROVIDER.md).
+type axRead struct {
+	DocumentEpoch string   `json:"documentEpoch"`
+	URL           string   `json:"url"`
+	Title         string   `json:"title"`
+	Truncated     bool     `json:"truncated"`
+	Nodes         []axNode `json:"nodes"`
+}
+
+type axNode struct {
+	BackendNodeID int64   `json:"backendNodeId"`
+	Role          string  `json:"role"`
+	Name          string  `json:"name"`
+	Value         *string `json:"value"`
+	Ignored       bool    `json:"ignored"`
+	Props         axProps `json:"props"`
+}
+
+type axProps struct {
+	Disabled  bool   `json:"disabled"`
+	Focusable bool   `json:"focusable"`
+	Editable  string `json:"editable"`
+	Checked   string `json:"checked"`
+	Hidden    bool   `json:"hidden"`
+}
+
+// windowRead is a provider's answer to ax.page (PROVIDER.md).
+type windowRead struct {
+	DocumentEpoch string       `json:"documentEpoch"`
+	URL           string       `json:"url"`
+	Title         string       `json:"title"`
+	Truncated     bool         `json:"truncated"` // incomplete
+	Nodes         []windowNode `json:"nodes"`
+	Resume        []string     `json:"resume"`
+}
+
+type windowNode struct {
+	axNode
+	AXID       string `json:"axId"`
+	ParentAXID string `json:"parentAxId"`
+}

@@ -1,0 +1,129 @@
+package browser_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/dsh-browser/broker/browser"
+)
+
+func compile(t *testing.T, params any) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(browser.ParamsSchema(params)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("p.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func valid(t *testing.T, s *jsonschema.Schema, js string) bool {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return s.Validate(v) == nil
+}
+
+// TestParamsSchemaBounds: the tags' bounds reach the schema, at and just
+// past each limit.
+func TestParamsSchemaBounds(t *testing.T) {
+	act := compile(t, browser.ActParams{})
+	req := func(action string, extra string) string {
+		return `{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":` + action + extra + `}}`
+	}
+	long := func(n int) string { return strings.Repeat("x", n) }
+	for _, tc := range []struct {
+		js   string
+		want bool
+	}{
+		{req(`{"kind":"click","ref":"r1"}`, ``), true},
+		{req(`{"kind":"hover","ref":"r1"}`, ``), false},
+		{req(`{"kind":"click","ref":"`+long(128)+`"}`, ``), true},
+		{req(`{"kind":"click","ref":"`+long(129)+`"}`, ``), false},
+		{req(`{"kind":"fill","ref":"r","text":"`+long(10000)+`"}`, ``), true},
+		{req(`{"kind":"fill","ref":"r","text":"`+long(10001)+`"}`, ``), false},
+		{req(`{"kind":"press","ref":"r","key":"Enter"}`, ``), true},
+		{req(`{"kind":"press","ref":"r","key":"F13"}`, ``), false},
+		{req(`{"kind":"click","ref":"r"}`, `,"timeoutMs":30000`), true},
+		{req(`{"kind":"click","ref":"r"}`, `,"timeoutMs":30001`), false},
+		{req(`{"kind":"click","ref":"r"}`, `,"timeoutMs":0`), false},
+		{req(`{"kind":"click","ref":"r"}`, `,"timeoutMs":null`), false},
+		{req(`{"kind":"click","ref":"r","expected":{"kind":"text","text":"`+long(2000)+`"}}`, ``), true},
+		{req(`{"kind":"click","ref":"r","expected":{"kind":"text","text":"`+long(2001)+`"}}`, ``), false},
+		{req(`{"kind":"click","ref":"r"}`, `,"extra":1`), false},
+		{`{"sessionId":"` + long(256) + `","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"click","ref":"r"}}}`, true},
+		{`{"sessionId":"` + long(257) + `","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"click","ref":"r"}}}`, false},
+	} {
+		if got := valid(t, act, tc.js); got != tc.want {
+			t.Errorf("valid = %v, want %v: %.200s", got, tc.want, tc.js)
+		}
+	}
+	batch := compile(t, browser.BatchParams{})
+	steps := func(n int) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = `{"action":{"kind":"click","ref":"r"}}`
+		}
+		return `{"sessionId":"s","approvalId":"a","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","steps":[` + strings.Join(s, ",") + `]}}`
+	}
+	for n, want := range map[int]bool{0: false, 1: true, 8: true, 9: false} {
+		if got := valid(t, batch, steps(n)); got != want {
+			t.Errorf("%d steps: valid = %v, want %v", n, got, want)
+		}
+	}
+	inst := compile(t, browser.InstancesParams{})
+	for js, want := range map[string]bool{`{}`: true, `{"sessionId":"s"}`: true, `{"other":1}`: false} {
+		if got := valid(t, inst, js); got != want {
+			t.Errorf("browser.instances %s: valid = %v, want %v", js, got, want)
+		}
+	}
+}
+
+// TestKeyEnumIsNamedKeys: the press key enum of the schema is NamedKeys.
+func TestKeyEnumIsNamedKeys(t *testing.T) {
+	var s struct {
+		Properties map[string]struct {
+			Properties map[string]struct {
+				Properties map[string]struct {
+					Enum []string `json:"enum"`
+				} `json:"properties"`
+			} `json:"properties"`
+		} `json:"properties"`
+	}
+	json.Unmarshal(browser.ParamsSchema(browser.ActParams{}), &s)
+	got := s.Properties["request"].Properties["action"].Properties["key"].Enum
+	var want []string
+	for k := range browser.NamedKeys {
+		want = append(want, k)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("key enum %v, NamedKeys %v", got, want)
+	}
+}
+
+// TestEveryMethodHasParams: each client method's params type is listed.
+func TestEveryMethodHasParams(t *testing.T) {
+	for _, m := range []string{browser.MethodInstances, browser.MethodTabs, browser.MethodClaim, browser.MethodObserve,
+		browser.MethodReadPage, browser.MethodFrames, browser.MethodCapture, browser.MethodValidateLease,
+		browser.MethodAct, browser.MethodBatch, browser.MethodRelease, browser.MethodReleaseSession} {
+		if _, ok := browser.ParamsTypes[m]; !ok {
+			t.Errorf("%s has no params type", m)
+		}
+	}
+}

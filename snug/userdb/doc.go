@@ -1,0 +1,43 @@
+// Package userdb is the Snug hub's user database: one SQLite file per user
+// (STATE/user.snug, spec Part II §8–§10) holding the user's apps and their
+// versions, each app's own tables, and the hub's settings and secrets.
+//
+// # The file
+//
+// [Open] checks the file rules (a private regular file in a private
+// directory, locked while open), tells the format by the leading bytes,
+// refuses newer files untouched, migrates older ones forward in one
+// transaction, heals missing hub tables, and quarantines bytes that are not
+// a database. Every write is one transaction held to the 64 MiB cap
+// ([ErrTooLarge]: rolled back whole). The file is in SQLite's rollback
+// journal mode with synchronous=FULL, so a crash at any point leaves the
+// last committed state. secure_delete is on, so removed secrets and app
+// rows leave no bytes behind in free pages.
+//
+// # Apps and versions
+//
+// [DB.Install] stores an app with its HTML as version 1, pinned. [DB.Update]
+// adds a version; [DB.Revert] and [DB.FactoryReset] copy an older version
+// forward as a new one. At least [VersionsRetained] unpinned versions are
+// kept, pinned ones always. [DB.Remove] deletes an app and everything of
+// it.
+//
+// # Per-app data
+//
+// An app's tables live at rest as app_<token>__<name> ([AppDataToken],
+// [RestTableName]), and its schema in a registry of its DDL, verbatim. Its
+// SQL never runs on the user file: [DB.Materialise] builds a [Runtime], a
+// database of its own holding only its objects under their natural names,
+// where [Runtime.Exec] runs the app's statements under a policy (no ATTACH,
+// no VACUUM, no writing PRAGMAs, no extensions), and [Runtime.WriteBack]
+// stores the result in one transaction, refusing any object whose name
+// breaks the rule ([ValidObjectName]) with the app's previous state kept.
+// Package appdb serves the db-request frame on top of it.
+//
+// # Not done here
+//
+// SNUGENC1 protected files are recognised and left alone ([ErrProtected])
+// but not opened; whole-file export and import, legacy user.sqlite
+// adoption, chat, settings and secrets accessors and connections belong to
+// later work.
+package userdb
