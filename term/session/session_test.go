@@ -357,3 +357,66 @@ func TestSharingBoundary(t *testing.T) {
 		t.Fatal("the lease survived the end of sharing")
 	}
 }
+
+// Control requests: one lease per session, the owner's refusal, a request
+// left unanswered, and a retry that changes its command.
+func TestControlRequests(t *testing.T) {
+	sc := termtest.Shell(t)
+	sc.ID = "t1"
+	sc.DecisionWait = 300 * time.Millisecond
+	s := termtest.Headless(t, nil, sc)
+	rec := &recorder{}
+	s.Subscribe(rec)
+	s.ShareWith(agent)
+	s.ShareWith(2)
+	wantCode(t, "not_controller", s, "type", map[string]any{"text": "x"})
+
+	refused := make(chan error, 1)
+	go func() { _, err := call(s, "request_control", map[string]any{"command": "make"}); refused <- err }()
+	termtest.WaitQuestion(t, s, session.AskControl, agent)
+	// Another agent is busy-refused while this request waits, and so is a
+	// retry naming another command.
+	if _, err := s.Call(context.Background(), agentapi.Request{Conn: 2, Method: "request_control"}); codeOf(err) != "busy" {
+		t.Fatalf("a second agent's request: %v", err)
+	}
+	wantCode(t, "invalid_input", s, "request_control", map[string]any{"command": "rm"})
+	s.Answer(false)
+	if err := <-refused; codeOf(err) != "control_denied" {
+		t.Fatalf("refused request: %v", err)
+	}
+
+	// Unanswered until the wait ends: expired, and the state says so.
+	_, err := call(s, "request_control", nil)
+	if codeOf(err) != "control_denied" || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("unanswered request: %v", err)
+	}
+	evs := rec.named("control_request")
+	id := param(evs[len(evs)-1], "requestId")
+	st := result[agentapi.ControlRequestState](t, s, "control_request_state", map[string]any{"requestId": id})
+	if st.State != agentapi.RequestExpired || st.OriginalRequest.Method != "request_control" {
+		t.Fatalf("control_request_state %+v", st)
+	}
+
+	// Granted: the other agent is busy-refused while the lease is held.
+	go func() { _, err := call(s, "request_control", nil); refused <- err }()
+	termtest.WaitQuestion(t, s, session.AskControl, agent)
+	s.Answer(true)
+	if err := <-refused; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Call(context.Background(), agentapi.Request{Conn: 2, Method: "request_control"}); codeOf(err) != "busy" {
+		t.Fatalf("request while another holds the lease: %v", err)
+	}
+	if r := result[agentapi.ReleaseResult](t, s, "release_control", nil); !r.Released {
+		t.Fatal("not released")
+	}
+	wantCode(t, "not_controller", s, "send_key", map[string]any{"key": "Enter"})
+}
+
+func codeOf(err error) string {
+	var ae *agentapi.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
+}

@@ -35,8 +35,23 @@ func FuzzScreen(f *testing.F) {
 		}
 		whole.Resize(rows/2+1, cols/2+1)
 		checkGrid(t, whole)
+
+		// A tap that changes nothing passes the output on exactly, split
+		// anywhere; CAN ends whatever was held back.
+		tapped := vt.New(rows, cols)
+		out := tapped.WriteTap(in[:cut], passThrough{}, nil)
+		out = tapped.WriteTap(append(in[cut:len(in):len(in)], 0x18), passThrough{}, out)
+		if !bytes.Equal(out, append(in[:len(in):len(in)], 0x18)) || !tapped.Between() {
+			t.Fatalf("a pass-through tap changed the output")
+		}
 	})
 }
+
+type passThrough struct{}
+
+func (passThrough) Control(*vt.Screen, byte) []byte              { return nil }
+func (passThrough) Escape(*vt.Screen, *vt.Parser, byte) []byte   { return nil }
+func (passThrough) Sequence(*vt.Screen, *vt.Parser, byte) []byte { return nil }
 
 func checkGrid(t *testing.T, s *vt.Screen) {
 	t.Helper()
