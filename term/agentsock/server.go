@@ -237,6 +237,7 @@ accept:
 	ln.Close()
 	s.mu.Lock()
 	for _, c := range s.conns {
+		c.cancelRead() // nothing waits any more, not even for admission
 		c.nc.Close()
 	}
 	s.mu.Unlock()

@@ -399,3 +399,30 @@ func TestConnectionLimit(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A request that waits for admission goes through the moment the owner
+// allows the connection (into a shared session): the first real call
+// succeeds right after Allow, and tools_changed tells the agent.
+func TestFirstCallSucceedsRightAfterAllow(t *testing.T) {
+	srv, path := termtest.StartServer(t, agentsock.Config{})
+	s := termtest.Headless(t, srv, session.Config{ID: "t1"})
+	s.Share(true)
+	a := termtest.Dial(t, path)
+	conn := termtest.ConnOf(a.Hello("eager"))
+	waiting := a.Request("snapshot", nil)
+	termtest.WaitQuestion(t, s, session.AskAdmission, conn)
+	if a.Answered(waiting) {
+		t.Fatal("snapshot answered before the owner allowed the connection")
+	}
+	s.Answer(true)
+	snap := termtest.Result[agentapi.Snapshot](t, a.Response(waiting))
+	if !strings.HasPrefix(snap.SurfaceID, "t1:") {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	a.WaitEvent("tools_changed", nil)
+	var list agentapi.SessionsResult
+	a.Must("sessions", nil, &list)
+	if list.Count != 1 || list.Bound == nil || *list.Bound != "t1" || list.Attended == nil {
+		t.Fatalf("sessions after allow: %+v", list)
+	}
+}
