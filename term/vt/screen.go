@@ -42,20 +42,19 @@ type Screen struct {
 	main, alt  [][]Cell
 	alternate  bool
 
-	cur            cursor
-	savedMain      cursor
-	savedAlt       cursor
-	top, bot       int // scroll region, inclusive rows
-	autowrap       bool
-	insert         bool
-	newline        bool // LNM: LF also returns the carriage
-	cursorHidden   bool
-	appCursor      bool // DECCKM: cursor keys send SS3
-	bracketedPaste bool
-	tabs           []bool
-	last           rune // the last character printed, for REP
-	changed        bool
-	revision       uint64
+	cur          cursor
+	savedMain    cursor
+	savedAlt     cursor
+	top, bot     int // scroll region, inclusive rows
+	autowrap     bool
+	insert       bool
+	newline      bool // LNM: LF also returns the carriage
+	cursorHidden bool
+	appCursor    bool // DECCKM: cursor keys send SS3
+	tabs         []bool
+	last         rune // the last character printed, for REP
+	changed      bool
+	revision     uint64
 
 	// While WriteTap runs: the tap, the token being read, and what to pass
 	// on in its place.
@@ -83,7 +82,7 @@ func (s *Screen) reset(rows, cols int) {
 	s.savedMain, s.savedAlt = cursor{}, cursor{}
 	s.top, s.bot = 0, rows-1
 	s.autowrap = true
-	s.insert, s.newline, s.cursorHidden, s.appCursor, s.bracketedPaste = false, false, false, false, false
+	s.insert, s.newline, s.cursorHidden, s.appCursor = false, false, false, false
 	s.tabs = defaultTabs(cols)
 	s.last = 0
 	s.changed = true
@@ -203,9 +202,6 @@ func (s *Screen) AltScreen() bool { return s.alternate }
 // AppCursorKeys reports whether cursor keys should send SS3 sequences
 // (DECCKM), as full-screen programs ask.
 func (s *Screen) AppCursorKeys() bool { return s.appCursor }
-
-// BracketedPaste reports whether the program asked for bracketed paste.
-func (s *Screen) BracketedPaste() bool { return s.bracketedPaste }
 
 // Revision counts the writes that changed the text, the cursor or which
 // screen is shown.
@@ -795,8 +791,6 @@ func (s *Screen) decMode(mode int, on bool) {
 			s.leaveAlt()
 			s.restoreCursor()
 		}
-	case 2004:
-		s.bracketedPaste = on
 	}
 }
 
