@@ -88,7 +88,8 @@ func Result[T any](t testing.TB, m Msg) T {
 
 // SameScreen waits until the agent's snapshot equals what the person sees
 // (less the bar) and returns the snapshot. Both follow the same output, so
-// they agree once it has been drawn.
+// they agree once it has been drawn. With TERMTEST_DUMP=FILE a mismatch
+// also writes everything the person's terminal received to FILE.
 func SameScreen(t testing.TB, o *Owner, a *Agent) agentapi.Snapshot {
 	t.Helper()
 	deadline := time.Now().Add(Timeout)
