@@ -18,6 +18,12 @@ import (
 // the bar row (erasing the display, a reset, the alternate screen, DECALN)
 // so that the bar is drawn again.
 //
+// One case is not caught: a character printed, with autowrap, in the last
+// column of the program's last row while that row is below a scroll region
+// wraps into the bar row on the owner's terminal (the grid stays put). The
+// bar is drawn again at the end of that output, but the character is not
+// where the grid has it until the program redraws.
+//
 // The tap runs while the session's grid applies output; its fields are
 // guarded by the session's output lock.
 type barTap struct {
