@@ -18,6 +18,7 @@ Usage:
   broker call METHOD [PARAMS_JSON]  send one request and print its value as JSON
   broker mcp [flags]                serve the browser as MCP tools on stdio (for AI hosts)
   broker status                     show the broker, its browsers, leases and journal
+  broker term [-- COMMAND…]         run your shell as a terminal you may share with agents
   broker journal reset              move an unusable action journal aside (broker stopped)
   broker help [COMMAND]             show help
 
@@ -42,6 +43,7 @@ func init() {
 		"mcp":       {"serve the browser as MCP tools on stdio", runMCP},
 		"serve":     {"run the daemon", runServe},
 		"status":    {"show the broker's state", runStatus},
+		"term":      {"run a shell you may share with agents", runTerm},
 		"uninstall": {"remove what install wrote", runUninstall},
 	}
 }
