@@ -170,4 +170,3 @@ func (s *Server) abandoned() {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
