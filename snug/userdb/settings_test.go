@@ -86,3 +86,16 @@ func TestSourceReadsAVersionOrTheCurrentOne(t *testing.T) {
 		t.Fatalf("unknown app: %v", err)
 	}
 }
+
+func TestInstallVersionKeepsItsContract(t *testing.T) {
+	db, _ := mustOpen(t, userdb.Options{})
+	app, err := db.InstallVersion(ctx, userdb.AppMeta{DisplayName: "C"}, userdb.NewVersion{HTML: "<p>", RuntimeContract: `{"overview":"c"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.Source(ctx, app.ID, 1)
+	vs, _ := db.Versions(ctx, app.ID)
+	if err != nil || s.RuntimeContract != `{"overview":"c"}` || len(vs) != 1 || !vs[0].Pinned || vs[0].Note != "installed" {
+		t.Fatalf("%+v %v %+v", s, err, vs)
+	}
+}
