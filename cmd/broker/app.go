@@ -24,6 +24,7 @@ import (
 	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/snug/contract"
 	"github.com/dsh-browser/broker/snug/hub"
+	"github.com/dsh-browser/broker/snug/samples"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -34,6 +35,7 @@ browser, keep their data in the broker (STATE/user.snug) and think through
 the agent you choose. APP is an app's id or its name.
 
   broker app install FILE.html [--name NAME] [--contract FILE.json]
+  broker app install --sample notebook  a bundled sample app
   broker app list
   broker app open APP                 show it in a browser tab
   broker app update APP FILE.html     save a new version (open tabs reload)
@@ -223,13 +225,25 @@ func (a *appCmd) readContract(path string) (string, int) {
 func appInstall(a *appCmd) int {
 	name := a.fs.String("name", "", "the app's name (default: the HTML's <title>)")
 	contractFile := a.fs.String("contract", "", "a runtime contract (JSON, Snug Part IV §18.1) for its turns")
-	pos, code, ok := a.parse(1, 1)
+	sample := a.fs.String("sample", "", "install a bundled sample instead of a file: notebook")
+	pos, code, ok := a.parse(0, 1)
 	if !ok {
 		return code
 	}
-	html, code := a.readHTML(pos[0])
-	if code != 0 {
-		return code
+	var html string
+	switch {
+	case *sample != "" && len(pos) == 0:
+		if html, ok = samples.All[*sample]; !ok {
+			return a.fail("no sample %q; the samples are: notebook", *sample)
+		}
+		pos = []string{*sample}
+	case *sample == "" && len(pos) == 1:
+		if html, code = a.readHTML(pos[0]); code != 0 {
+			return code
+		}
+	default:
+		a.fs.Usage()
+		return 2
 	}
 	c, code := a.readContract(*contractFile)
 	if code != 0 {
