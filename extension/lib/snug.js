@@ -33,6 +33,7 @@ export const SNUG = Object.freeze({
   MAX_RUNNERS: 32,
   RUNNER_PORT: 'snug-runner',
   RUNNER_PAGE: 'snug/runner.html',
+  CDN_ALLOWLIST: Object.freeze(['cdn.jsdelivr.net', 'cdnjs.cloudflare.com', 'unpkg.com']),
 });
 
 const WELCOME_TIMEOUT_MS = 3000;
@@ -112,7 +113,12 @@ export function createAssembler(maxBytes) {
 // chrome. askOwner(params, signal) answers the broker's admission question
 // (the same window the browser side shows).
 export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.randomUUID(), askOwner, identity } = {}) {
-  const runners = new Map(); // runner id -> {id, port, app, seq, assemble}
+  const runners = new Map(); // runner id -> {id, port, app, seq, assembleIn, walled}
+  // Walls of an earlier worker's runner tabs go first: those pages lost
+  // their ports with it, and wall again when reloaded.
+  const swept = chrome.declarativeNetRequest.getSessionRules()
+    .then((rules) => chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds: rules.map((x) => x.id) }))
+    .catch(() => {});
   let conn = null;
   let backoff = BACKOFF_MIN_MS;
 
@@ -278,11 +284,29 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
   async function attach(r) {
     if (!conn?.welcomed) return tell(r, { type: 'status', connected: false });
     try {
+      await r.walled; // the app's document comes only into a walled tab
       const app = await call(SNUG.ATTACH, { runner: r.id, app: r.app });
       tell(r, { type: 'attached', app });
     } catch (e) {
       tell(r, { type: 'error', code: e.message });
     }
+  }
+
+  // wall blocks every HTTP(S) and WebSocket request of a runner tab but the
+  // CDN allowlist's, with a session rule keyed by the tab. It backs the
+  // sandbox CSP where Chromium goes past it: a child frame the CSP refuses
+  // still had its connection opened (a DNS lookup and a TCP handshake that
+  // carry whatever the app put in the host name), unless the rule stops it.
+  function wall(tabId) {
+    if (tabId === undefined) return Promise.reject(new Error('POLICY_DENIED'));
+    return swept.then(() => chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds: [tabId], addRules: [{
+      id: tabId, priority: 1, action: { type: 'block' },
+      condition: { tabIds: [tabId], excludedRequestDomains: SNUG.CDN_ALLOWLIST },
+    }] }));
+  }
+
+  function unwall(tabId) {
+    if (tabId !== undefined) chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds: [tabId] }).catch(() => {});
   }
 
   // A runner tab: its page connects a port named RUNNER_PORT.
@@ -294,11 +318,14 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
       port.postMessage({ type: 'error', code: 'QUEUE_FULL' });
       return port.disconnect();
     }
-    const r = { id: uuid(), port, app: null, seq: 0, assembleIn: createAssembler(SNUG.MAX_RELAY_BYTES) };
+    const tabId = port.sender.tab?.id;
+    const r = { id: uuid(), port, app: null, seq: 0, assembleIn: createAssembler(SNUG.MAX_RELAY_BYTES), walled: wall(tabId) };
+    r.walled.catch(() => {}); // attach reports it
     runners.set(r.id, r);
     port.onDisconnect.addListener(() => {
       runners.delete(r.id);
       emit(SNUG.EVENT_DETACH, { runner: r.id });
+      unwall(tabId);
     });
     port.onMessage.addListener((msg) => fromPage(r, msg));
   }

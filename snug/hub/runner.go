@@ -188,7 +188,9 @@ func (r *runner) serve() {
 func (r *runner) receive(raw []byte) {
 	in, err := r.inst.Receive(r.ctx, raw)
 	if err != nil {
-		if !errors.Is(err, frame.ErrIgnored) && !errors.Is(err, frame.ErrStale) {
+		// Refusals the app brought on itself in bulk (a flood, stale or
+		// duplicate ids) are answered, not logged.
+		if !errors.Is(err, frame.ErrIgnored) && !errors.Is(err, frame.ErrStale) && !errors.Is(err, frame.ErrBusy) && !errors.Is(err, frame.ErrDuplicate) {
 			r.h.log.Debug("app frame refused", "app", r.appID, "err", err)
 		}
 		return
