@@ -68,7 +68,7 @@ func newSink(t *testing.T) *sink {
 }
 
 func (s *sink) origin() string { return s.http.URL }
-func (s *sink) udpPort() int  { return s.udp.LocalAddr().(*net.UDPAddr).Port }
+func (s *sink) udpPort() int   { return s.udp.LocalAddr().(*net.UDPAddr).Port }
 
 // nothing fails the test if anything reached the sink.
 func (s *sink) nothing(t *testing.T, what string) {

@@ -109,9 +109,9 @@ func TestInstallLimits(t *testing.T) {
 
 func TestTitleOf(t *testing.T) {
 	for in, want := range map[string]string{
-		"<TITLE lang=en>\n  Habit\ttracker </TITLE>": "Habit tracker",
-		"<title>A &lt;b&gt;</title>":                 "A <b>",
-		"<p>none</p>":                                "",
+		"<TITLE lang=en>\n  Habit\ttracker </TITLE>":     "Habit tracker",
+		"<title>A &lt;b&gt;</title>":                     "A <b>",
+		"<p>none</p>":                                    "",
 		"<title>" + strings.Repeat("😀", 50) + "</title>": strings.Repeat("😀", 40),
 	} {
 		if got := hub.TitleOf(in); got != want {
