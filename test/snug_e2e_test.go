@@ -11,12 +11,9 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/dsh-browser/broker/client"
-	"github.com/dsh-browser/broker/install"
 	"github.com/dsh-browser/broker/snug/agent/agenttest"
-	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/test/harness/chromium"
 	"github.com/dsh-browser/broker/test/harness/stack"
-	"github.com/dsh-browser/broker/wire"
 )
 
 // snugCall calls a snug method on a fresh client of the stack's broker
@@ -36,66 +33,6 @@ func snugCall[T any](t *testing.T, s *stack.Stack, method string, params any) T 
 		t.Fatalf("%s: %s: %v", method, raw, err)
 	}
 	return v
-}
-
-// appTab is an app shown in a runner tab: the runner page and the app's
-// iframe (a target of its own: Chromium isolates sandboxed frames).
-type appTab struct {
-	runner target.ID
-	frame  target.ID
-	ready  string // the app's ready marker when found
-}
-
-// openApp asks the broker to open app (waiting for the extension's snug
-// port) and waits for its runner tab and for the app to say it is ready
-// (readyExpr evaluates to a non-empty string in the app's frame).
-func openApp(t *testing.T, s *stack.Stack, id, readyExpr string) *appTab {
-	t.Helper()
-	c := s.B.Client(t, client.Options{})
-	defer c.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		_, err := c.Call(ctx, apps.MethodOpen, apps.AppRef{App: id})
-		cancel()
-		if err == nil {
-			break
-		}
-		if !client.IsCode(err, wire.CodeConnectionLost) || time.Now().After(deadline) {
-			t.Fatalf("open %s: %v\nbroker:\n%s", id, err, s.B.Stderr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	runner := s.Browser.WaitTarget(t, func(i *target.Info) bool {
-		return i.Type == "page" && strings.HasPrefix(i.URL, "chrome-extension://"+install.PinnedExtensionID+"/snug/runner.html?app="+id)
-	}, 30*time.Second).TargetID
-	tab := &appTab{runner: runner}
-	tab.waitFrame(t, s, readyExpr, "")
-	return tab
-}
-
-// waitFrame waits for the runner's app frame whose readyExpr is non-empty
-// and different from not (after a reload, a new instance).
-func (a *appTab) waitFrame(t *testing.T, s *stack.Stack, readyExpr, not string) {
-	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		for _, info := range s.Browser.Targets(t) {
-			if info.Type != "iframe" || info.ParentID != a.runner {
-				continue
-			}
-			v := chromium.Eval[string](t, s.Browser, info.TargetID, `(() => { try { return String(`+readyExpr+` || '') } catch { return '' } })()`)
-			if v != "" && v != not {
-				a.frame, a.ready = info.TargetID, v
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the app never became ready (%s)\nrunner: %s\nbroker:\n%s", readyExpr,
-				chromium.Eval[string](t, s.Browser, a.runner, `document.body.innerText`), s.B.Stderr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // waitEval polls expr in target id until it is true.
@@ -124,10 +61,10 @@ type notebookState struct {
 	} `json:"error"`
 }
 
-func notebook(t *testing.T, s *stack.Stack, a *appTab) notebookState {
+func notebook(t *testing.T, s *stack.Stack, a *stack.AppTab) notebookState {
 	t.Helper()
 	var st notebookState
-	raw := chromium.Eval[string](t, s.Browser, a.frame, `JSON.stringify(window.notebook.state)`)
+	raw := chromium.Eval[string](t, s.Browser, a.Frame, `JSON.stringify(window.notebook.state)`)
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
 		t.Fatalf("notebook state %s: %v", raw, err)
 	}
@@ -152,24 +89,24 @@ func TestSnugSampleApp(t *testing.T) {
 	if out, errOut, code := app(t, s.B, "sk-stub-key\n", "agent", "--endpoint", stub.BaseURL(), "--model", "stub"); code != 0 {
 		t.Fatalf("agent (exit %d): %s%s", code, out, errOut)
 	}
-	nb := openApp(t, s, id, "document.body.dataset.ready")
+	nb := s.OpenApp(t, id, "document.body.dataset.ready")
 
 	// The host chrome shows the app's announced name and icon, outside
 	// the iframe.
-	waitEval(t, s, nb.runner, `document.getElementById('name').textContent === 'Reading notes' && document.getElementById('icon').textContent === '📚'`, "announce on the chrome")
-	if title := chromium.Eval[string](t, s.Browser, nb.runner, `document.title`); title != "Reading notes" {
+	waitEval(t, s, nb.Runner, `document.getElementById('name').textContent === 'Reading notes' && document.getElementById('icon').textContent === '📚'`, "announce on the chrome")
+	if title := chromium.Eval[string](t, s.Browser, nb.Runner, `document.title`); title != "Reading notes" {
 		t.Fatalf("runner title %q", title)
 	}
-	if st := notebook(t, s, nb); st.Visits != 1 || st.InstanceID != nb.ready {
+	if st := notebook(t, s, nb); st.Visits != 1 || st.InstanceID != nb.Ready {
 		t.Fatalf("first load: %+v", st)
 	}
-	chromium.Eval[any](t, s.Browser, nb.frame, `notebook.add('Deep Work', 'attention is a muscle').then(() => notebook.add('Stolen Focus', 'it is taken from us'))`)
+	chromium.Eval[any](t, s.Browser, nb.Frame, `notebook.add('Deep Work', 'attention is a muscle').then(() => notebook.add('Stolen Focus', 'it is taken from us'))`)
 	if st := notebook(t, s, nb); len(st.Notes) != 2 || st.Notes[1].Title != "Stolen Focus" {
 		t.Fatalf("after adding: %+v", st)
 	}
 
 	// The agent answers, streamed.
-	chromium.Eval[any](t, s.Browser, nb.frame, `notebook.summarise()`)
+	chromium.Eval[any](t, s.Browser, nb.Frame, `notebook.summarise()`)
 	st := notebook(t, s, nb)
 	if st.Error != nil || !strings.Contains(string(st.Answer), "both about attention") || len(st.Streamed) < 2 {
 		t.Fatalf("summary: %+v", st)
@@ -186,10 +123,10 @@ func TestSnugSampleApp(t *testing.T) {
 
 	// Cancel: the turn ends CANCELLED and the agent's request is dropped.
 	stub.Script(agenttest.Reply{Chunks: []string{`{"message":"thinking`}, Hold: true})
-	chromium.Eval[any](t, s.Browser, nb.frame, `void notebook.summarise()`)
-	waitEval(t, s, nb.frame, `notebook.state.streamed.length > 0`, "a streamed frame before the cancel")
-	chromium.Eval[any](t, s.Browser, nb.frame, `notebook.cancel()`)
-	waitEval(t, s, nb.frame, `notebook.state.error !== null`, "the cancelled turn's answer")
+	chromium.Eval[any](t, s.Browser, nb.Frame, `void notebook.summarise()`)
+	waitEval(t, s, nb.Frame, `notebook.state.streamed.length > 0`, "a streamed frame before the cancel")
+	chromium.Eval[any](t, s.Browser, nb.Frame, `notebook.cancel()`)
+	waitEval(t, s, nb.Frame, `notebook.state.error !== null`, "the cancelled turn's answer")
 	if st := notebook(t, s, nb); st.Error.Code != "CANCELLED" {
 		t.Fatalf("after cancel: %+v", st.Error)
 	}
@@ -203,9 +140,13 @@ func TestSnugSampleApp(t *testing.T) {
 
 	// The broker restarts: the extension reconnects, the runner reloads
 	// the app, and its data is there.
+	t0 := time.Now()
 	s.B.Stop(t)
+	t.Logf("stopped in %v", time.Since(t0))
 	s.B.Start(t)
-	nb.waitFrame(t, s, "document.body.dataset.ready", nb.ready)
+	t.Logf("started in %v", time.Since(t0))
+	nb.WaitFrame(t, s, "document.body.dataset.ready", nb.Ready)
+	t.Logf("reloaded in %v", time.Since(t0))
 	if st := notebook(t, s, nb); st.Visits != 2 || len(st.Notes) != 2 || st.Notes[0].Title != "Deep Work" {
 		t.Fatalf("after a broker restart: %+v", st)
 	}

@@ -82,7 +82,7 @@ func (s *sink) nothing(t *testing.T, what string) {
 
 // hostileApp tries every way out of its sandbox it can think of, and
 // every frame trick against its host, and records what happened in
-// window.probes and window.frames.
+// window.probes and window.frames2.
 const hostileApp = `<!doctype html><title>Hostile</title>
 <style>@import url("@SINK@/css-import"); body { background: url("@SINK@/css-url"); }
 @font-face { font-family: x; src: url("@SINK@/font"); } p { font-family: x; }</style>
@@ -147,7 +147,7 @@ const hostileApp = `<!doctype html><title>Hostile</title>
     await attempt('a-top', () => { const a = document.createElement('a'); a.href = SINK + '/a-top'; a.target = '_top'; document.body.append(a); a.click(); return 'clicked'; });
     await attempt('a-blank', () => { const a = document.createElement('a'); a.href = SINK + '/a-blank'; a.target = '_blank'; document.body.append(a); a.click(); return 'clicked'; });
     await attempt('alert', () => { alert('x'); return 'shown'; });
-    await attempt('webtransport', () => timeout(new WebTransport('https://127.0.0.1:@UDPPORT@/wt').ready.then(() => 'open'), 3000));
+    await attempt('webtransport', () => timeout(new WebTransport('https://127.0.0.1:@UDPPORT@/wt').Ready.then(() => 'open'), 3000));
     await attempt('child-frame', () => { const f = document.createElement('iframe'); f.src = SINK + '/child-dynamic'; document.body.append(f); return 'appended'; });
     await attempt('webrtc-child', () => { const f = document.createElement('iframe'); document.body.append(f); return typeof f.contentWindow.RTCPeerConnection; });
     await attempt('webrtc', async () => {
@@ -216,8 +216,8 @@ func TestSnugHostileApps(t *testing.T) {
 	}
 	// The victim: the sample app, with a note.
 	nbApp := snugCall[apps.Saved](t, s, apps.MethodInstall, map[string]any{"html": samples.Notebook})
-	nb := openApp(t, s, nbApp.App.ID, "document.body.dataset.ready")
-	chromium.Eval[any](t, s.Browser, nb.frame, `notebook.add('mine', 'private')`)
+	nb := s.OpenApp(t, nbApp.App.ID, "document.body.dataset.ready")
+	chromium.Eval[any](t, s.Browser, nb.Frame, `notebook.add('mine', 'private')`)
 	snugCall[apps.Agent](t, s, apps.MethodAgentSet, apps.AgentSetParams{Provider: apps.AgentOpenAI, Endpoint: "http://127.0.0.1:9/v1", Key: "sk-victim-secret"})
 
 	html := strings.NewReplacer("@VICTIMTOKEN@", userdb.AppDataToken(nbApp.App.ID),
@@ -225,24 +225,24 @@ func TestSnugHostileApps(t *testing.T) {
 	hostile := snugCall[apps.Saved](t, s, apps.MethodInstall, map[string]any{"html": html})
 	// The impostor learns the victim's instanceId (as if leaked) before
 	// it starts.
-	h := openApp(t, s, hostile.App.ID, "document.title")
-	chromium.Eval[any](t, s.Browser, h.frame, fmt.Sprintf(`window.victimInstance = %q`, nb.ready))
+	h := s.OpenApp(t, hostile.App.ID, "document.title")
+	chromium.Eval[any](t, s.Browser, h.Frame, fmt.Sprintf(`window.victimInstance = %q`, nb.Ready))
 	deadline := time.Now().Add(180 * time.Second)
-	for chromium.Eval[string](t, s.Browser, h.frame, `String(window.probes && window.probes.done)`) != "yes" {
+	for chromium.Eval[string](t, s.Browser, h.Frame, `String(window.probes && window.probes.done)`) != "yes" {
 		if time.Now().After(deadline) {
-			t.Fatalf("the probes never finished: %s", chromium.Eval[string](t, s.Browser, h.frame, `JSON.stringify(window.probes)`))
+			t.Fatalf("the probes never finished: %s", chromium.Eval[string](t, s.Browser, h.Frame, `JSON.stringify(window.probes)`))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	var probes map[string]string
-	json.Unmarshal([]byte(chromium.Eval[string](t, s.Browser, h.frame, `JSON.stringify(window.probes)`)), &probes)
+	json.Unmarshal([]byte(chromium.Eval[string](t, s.Browser, h.Frame, `JSON.stringify(window.probes)`)), &probes)
 	var frames struct {
 		Malformed, Version, Forged, Over, Huge, Evil string
 		SQL                                          map[string]string
 		Nine                                         []string
 		Flood                                        map[string]int
 	}
-	json.Unmarshal([]byte(chromium.Eval[string](t, s.Browser, h.frame, `JSON.stringify(window.frames2)`)), &frames)
+	json.Unmarshal([]byte(chromium.Eval[string](t, s.Browser, h.Frame, `JSON.stringify(window.frames2)`)), &frames)
 	t.Logf("probes: %v", probes)
 	t.Logf("frames: %+v", frames)
 
@@ -288,14 +288,14 @@ func TestSnugHostileApps(t *testing.T) {
 	if frames.Flood["ok"]+frames.Flood["HOST_ERROR"] != 2000 || frames.Flood["HOST_ERROR"] == 0 {
 		t.Errorf("a flood of 2000: %v", frames.Flood)
 	}
-	if !strings.Contains(chromium.Eval[string](t, s.Browser, h.runner, `document.getElementById('notice').textContent`), "dropped") {
+	if !strings.Contains(chromium.Eval[string](t, s.Browser, h.Runner, `document.getElementById('notice').textContent`), "dropped") {
 		t.Error("the runner did not say it dropped the huge message")
 	}
 
 	// Navigation off the extension, one app for each way.
 	for name, nav := range navApps {
 		a := snugCall[apps.Saved](t, s, apps.MethodInstall, map[string]any{"html": fill(nav), "displayName": "nav " + name})
-		openApp(t, s, a.App.ID, "document.documentElement.dataset.ready")
+		s.OpenApp(t, a.App.ID, "document.documentElement.dataset.ready")
 	}
 	time.Sleep(3 * time.Second) // let the navigations and any beacon land
 
@@ -304,7 +304,7 @@ func TestSnugHostileApps(t *testing.T) {
 
 	// The host kept serving the victim, whose data is intact: no forged
 	// row; the hub's secrets are still there.
-	chromium.Eval[any](t, s.Browser, nb.frame, `notebook.add('after the storm', '')`)
+	chromium.Eval[any](t, s.Browser, nb.Frame, `notebook.add('after the storm', '')`)
 	st := notebook(t, s, nb)
 	if len(st.Notes) != 2 || st.Notes[0].Title != "mine" || st.Notes[1].Title != "after the storm" {
 		t.Fatalf("the victim's notes: %+v", st.Notes)

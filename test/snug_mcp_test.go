@@ -84,9 +84,9 @@ func TestSnugAgentOverMCP(t *testing.T) {
 	runner := s.Browser.WaitTarget(t, func(i *target.Info) bool {
 		return i.Type == "page" && strings.Contains(i.URL, "/snug/runner.html?app="+id)
 	}, 0).TargetID
-	nb := &appTab{runner: runner}
-	nb.waitFrame(t, s, "document.body.dataset.ready", "")
-	chromium.Eval[any](t, s.Browser, nb.frame, `notebook.add('Deep Work', 'focus').then(() => notebook.summarise())`)
+	nb := &stack.AppTab{Runner: runner}
+	nb.WaitFrame(t, s, "document.body.dataset.ready", "")
+	chromium.Eval[any](t, s.Browser, nb.Frame, `notebook.add('Deep Work', 'focus').then(() => notebook.summarise())`)
 	st := notebook(t, s, nb)
 	if !strings.Contains(string(st.Answer), "Sampled by your MCP host.") || len(st.Streamed) != 1 {
 		t.Fatalf("a sampled turn: %+v", st)
@@ -105,8 +105,8 @@ func TestSnugAgentOverMCP(t *testing.T) {
 	if out := tool("app_save_version", map[string]any{"app": id, "html": v2, "note": "a new title"}); !strings.Contains(out, "version 2") || !strings.Contains(out, "1 open tab") {
 		t.Fatalf("app_save_version: %s", out)
 	}
-	nb.waitFrame(t, s, "document.body.dataset.ready", nb.ready)
-	if h1 := chromium.Eval[string](t, s.Browser, nb.frame, `document.querySelector('h1').textContent`); h1 != "📚 Reading notes, v2" {
+	nb.WaitFrame(t, s, "document.body.dataset.ready", nb.Ready)
+	if h1 := chromium.Eval[string](t, s.Browser, nb.Frame, `document.querySelector('h1').textContent`); h1 != "📚 Reading notes, v2" {
 		t.Fatalf("after the new version: %q", h1)
 	}
 	if st := notebook(t, s, nb); len(st.Notes) != 1 {
@@ -121,8 +121,8 @@ func TestSnugAgentOverMCP(t *testing.T) {
 	if out := tool("app_revert", map[string]any{"app": id, "version": 1}); !strings.Contains(out, "as version 3") {
 		t.Fatalf("app_revert: %s", out)
 	}
-	nb.waitFrame(t, s, "document.body.dataset.ready", nb.ready)
-	if h1 := chromium.Eval[string](t, s.Browser, nb.frame, `document.querySelector('h1').textContent`); h1 != "📚 Reading notes" {
+	nb.WaitFrame(t, s, "document.body.dataset.ready", nb.Ready)
+	if h1 := chromium.Eval[string](t, s.Browser, nb.Frame, `document.querySelector('h1').textContent`); h1 != "📚 Reading notes" {
 		t.Fatalf("after revert: %q", h1)
 	}
 	// Refusals a model can act on.
