@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/snug/frame"
+	"github.com/dsh-browser/broker/wire"
 )
 
 // dbFrame returns a db-request exec frame of exactly size bytes, binding
@@ -145,5 +147,42 @@ func TestMalformedAndForged(t *testing.T) {
 		if f["requestId"] == "f1" {
 			t.Fatalf("a forged instanceId was answered: %v", f)
 		}
+	}
+}
+
+// TestRunnerLimit: a provider may show apps.MaxRunners apps at once; the
+// next attach is QUEUE_FULL until one closes. Host-ready offers exactly
+// what is wired: streaming and storage, no auth, no net, no open-url.
+func TestRunnerLimit(t *testing.T) {
+	e := start(t, "")
+	c := e.client(client.Options{})
+	s := install(t, c, notes, nil)
+	h := e.dialRunnerHost()
+	for i := range apps.MaxRunners {
+		h.attach(fmt.Sprintf("tab%d", i), s.App.ID)
+	}
+	ctx := t.Context()
+	if _, err := h.conn.Call(ctx, apps.ProviderAttach, apps.AttachParams{Runner: "one-more", App: s.App.ID}); !errors.Is(err, wire.Err(wire.CodeQueueFull)) {
+		t.Fatalf("attach past the limit: %v", err)
+	}
+	h.conn.Notify(apps.EventDetach, apps.RunnerParams{Runner: "tab0"})
+	waitFor(t, func() bool {
+		_, err := h.conn.Call(ctx, apps.ProviderAttach, apps.AttachParams{Runner: "one-more", App: s.App.ID})
+		return err == nil
+	}, "no room after a runner closed")
+	for _, bad := range []apps.AttachParams{{Runner: "", App: s.App.ID}, {Runner: "has space", App: s.App.ID},
+		{Runner: strings.Repeat("r", 65), App: s.App.ID}, {Runner: "ok", App: ""}} {
+		if _, err := h.conn.Call(ctx, apps.ProviderAttach, bad); !errors.Is(err, wire.Err(wire.CodeInvalidRequest)) {
+			t.Errorf("attach %+v: %v", bad, err)
+		}
+	}
+	if _, err := h.conn.Call(ctx, apps.ProviderAttach, apps.AttachParams{Runner: "x", App: "Reading & notes"}); !errors.Is(err, wire.Err(wire.CodeStaleTarget)) {
+		t.Errorf("attach by name (only ids): %v", err)
+	}
+
+	ready := h.tab("tab1").frameOf(t, "snug:host-ready", "")
+	caps, _ := json.Marshal(ready["capabilities"])
+	if string(caps) != `{"auth":false,"db":true,"streaming":true}` || ready["theme"] != "light" {
+		t.Fatalf("host-ready %v", ready)
 	}
 }
