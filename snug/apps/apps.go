@@ -164,7 +164,8 @@ type AgentSetParams struct {
 	Endpoint string `json:"endpoint,omitempty" len:",2048" jsonschema:"openai-compatible: the API base URL (…/v1) or its /chat/completions URL"`
 	Model    string `json:"model,omitempty" len:",200"`
 	Key      string `json:"key,omitempty" len:",4096" jsonschema:"openai-compatible: the API key, if the endpoint needs one"`
-	// KeepKey keeps the stored key when Key is empty.
+	// KeepKey keeps the stored key when Key is empty. Choosing another
+	// provider removes the key.
 	KeepKey bool `json:"keepKey,omitempty"`
 	// MCPHost, for mcp-sampling, picks the MCP host by the name it gives
 	// (clientInfo.name); empty takes the latest that offered sampling.

@@ -57,7 +57,7 @@ var hostReady = frame.HostReady{Capabilities: frame.Capabilities{Streaming: true
 // attach serves apps.ProviderAttach: a runner tab of this provider wants
 // to show an app. The app is named by its id only: the runner was opened
 // for that app by the broker.
-func (h *Hub) attach(_ context.Context, p service.Provider, params json.RawMessage) (any, error) {
+func (h *Hub) attach(ctx context.Context, p service.Provider, params json.RawMessage) (any, error) {
 	var ap apps.AttachParams
 	if err := json.Unmarshal(params, &ap); err != nil || !runnerID.MatchString(ap.Runner) || ap.App == "" {
 		return nil, wire.Err(wire.CodeInvalidRequest)
@@ -70,12 +70,11 @@ func (h *Hub) attach(_ context.Context, p service.Provider, params json.RawMessa
 	if err != nil {
 		return nil, err
 	}
-	ctx := context.Background()
 	a, _, err := db.OpenApp(ctx, ap.App)
 	if err != nil {
 		return nil, fromDB(err)
 	}
-	rctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := context.WithCancel(context.Background()) // the runner outlives the request
 	r := &runner{h: h, link: l, id: ap.Runner, appID: a.ID, ctx: rctx, cancel: cancel, inbox: make(chan inbound, inboxSize)}
 	r.inst, err = frame.NewInstance(hostReady, func(b []byte) { l.enqueue(r, apps.PieceFrame, b) })
 	if err != nil {
