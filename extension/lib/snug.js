@@ -184,7 +184,7 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
       c.welcomed = true;
       c.ordered = msg.value.capabilities.includes(SNUG.ORDERED_IDS);
       backoff = BACKOFF_MIN_MS;
-      for (const r of runners.values()) attach(r); // the app reloads from the hub
+      for (const r of runners.values()) if (r.app !== null) attach(r); // the app reloads from the hub
       return;
     }
     if (msg.type === 'response') {
@@ -194,7 +194,10 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
       timers.clearTimeout(p.timer);
       return msg.ok ? p.resolve(msg.value) : p.reject(new Error(msg.code));
     }
-    if (msg.type !== 'request') return close(c); // the broker sends this kind no events
+    // A cancel (the broker gave up waiting) changes nothing here: the
+    // answer, when it comes, is ignored. The broker sends this kind no events.
+    if (msg.type === 'cancel') return;
+    if (msg.type !== 'request') return close(c);
     // Request IDs from the broker increase (ordered IDs); anything else
     // closes the port rather than risk doing something twice.
     const n = ORDERED_ID.test(msg.id) ? Number(msg.id) : 0;

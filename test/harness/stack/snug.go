@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
 
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/install"
@@ -51,6 +52,17 @@ func (s *Stack) OpenApp(t testing.TB, id, readyExpr string) *AppTab {
 	return a
 }
 
+// tryEval evaluates expr in target id, and reports false instead of
+// failing when the target went away meanwhile (a frame being replaced).
+func tryEval(b *chromium.Browser, id target.ID, expr string) (string, bool) {
+	ctx, cancel := chromedp.NewContext(b.Ctx, chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
+	defer cancel()
+	ctx, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	return v, err == nil
+}
+
 // WaitFrame waits for the runner's app frame whose readyExpr is a
 // non-empty string other than not (after a reload: a new instance).
 func (a *AppTab) WaitFrame(t testing.TB, s *Stack, readyExpr, not string) {
@@ -61,8 +73,8 @@ func (a *AppTab) WaitFrame(t testing.TB, s *Stack, readyExpr, not string) {
 			if info.Type != "iframe" || info.ParentID != a.Runner {
 				continue
 			}
-			v := chromium.Eval[string](t, s.Browser, info.TargetID, `(() => { try { return String(`+readyExpr+` || '') } catch { return '' } })()`)
-			if v != "" && v != not {
+			v, ok := tryEval(s.Browser, info.TargetID, `(() => { try { return String(`+readyExpr+` || '') } catch { return '' } })()`)
+			if ok && v != "" && v != not {
 				a.Frame, a.Ready = info.TargetID, v
 				return
 			}
