@@ -129,6 +129,7 @@ func callErr(c *client.Client, method string, params any) (json.RawMessage, erro
 type runnerHost struct {
 	t    *testing.T
 	conn *rpc.Conn
+	hold chan struct{} // when set, deliveries wait until it is closed
 
 	mu     sync.Mutex
 	opened []apps.OpenTabParams
@@ -160,6 +161,12 @@ func (h *runnerHost) Handle(_ context.Context, req *rpc.Request) (any, error) {
 		h.mu.Unlock()
 		return apps.OpenTabResult{Tab: 7}, nil
 	case apps.CallDeliver:
+		h.mu.Lock()
+		hold := h.hold
+		h.mu.Unlock()
+		if hold != nil {
+			<-hold
+		}
 		var p apps.DeliverParams
 		if err := json.Unmarshal(req.Params, &p); err != nil {
 			h.t.Errorf("deliver: %v", err)

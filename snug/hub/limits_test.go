@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/snug/frame"
+	"github.com/dsh-browser/broker/snug/hub"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -185,4 +186,34 @@ func TestRunnerLimit(t *testing.T) {
 	if string(caps) != `{"auth":false,"db":true,"streaming":true}` || ready["theme"] != "light" {
 		t.Fatalf("host-ready %v", ready)
 	}
+}
+
+// TestStuckTabIsDropped: a tab that stops taking what its app asked for
+// (deliveries do not complete) while the app keeps asking is dropped once
+// its queue is past its bound; the tab is told why when it comes back.
+func TestStuckTabIsDropped(t *testing.T) {
+	defer hub.SetMaxQueuedChars(64 << 10)()
+	e := start(t, "")
+	c := e.client(client.Options{})
+	s := install(t, c, notes, nil)
+	h := e.dialRunnerHost()
+	tb := h.attach("tab", s.App.ID)
+	h.ready(tb)
+	hold := make(chan struct{})
+	h.mu.Lock()
+	h.hold = hold
+	h.mu.Unlock()
+	// Malformed requests with their ids: each is answered at once.
+	for i := range 1000 {
+		h.send("tab", []byte(fmt.Sprintf(`{"v":1,"type":"snug:db-request","requestId":"m%d","op":"nope"}`, i)))
+	}
+	waitFor(t, func() bool { return strings.Contains(e.log.String(), "dropped a runner whose tab stopped taking its frames") },
+		"the stuck runner was not dropped")
+	close(hold)
+	if reason := tb.wait(t, apps.PieceClosed, func([]byte) bool { return true }); !strings.Contains(string(reason), "more than its tab could take") {
+		t.Fatalf("closed: %s", reason)
+	}
+	// The provider's other runners are unaffected.
+	tb2 := h.attach("tab2", s.App.ID)
+	h.ready(tb2)
 }
