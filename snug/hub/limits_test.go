@@ -207,7 +207,9 @@ func TestStuckTabIsDropped(t *testing.T) {
 	for i := range 1000 {
 		h.send("tab", []byte(fmt.Sprintf(`{"v":1,"type":"snug:db-request","requestId":"m%d","op":"nope"}`, i)))
 	}
-	waitFor(t, func() bool { return strings.Contains(e.log.String(), "dropped a runner whose tab stopped taking its frames") },
+	waitFor(t, func() bool {
+		return strings.Contains(e.log.String(), "dropped a runner whose tab stopped taking its frames")
+	},
 		"the stuck runner was not dropped")
 	close(hold)
 	if reason := tb.wait(t, apps.PieceClosed, func([]byte) bool { return true }); !strings.Contains(string(reason), "more than its tab could take") {
