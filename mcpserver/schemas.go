@@ -70,6 +70,10 @@ func enum(values []string) []any {
 // annotateAction describes browser.Action, which carries no schema tags of
 // its own, with the broker's enums and bounds.
 func annotateAction(a *jsonschema.Schema) {
+	a.Required = []string{"kind", "ref"}
+	for _, field := range []string{"checked", "deltaX", "deltaY", "url", "option"} {
+		delete(a.Properties, field) // kinds this tool does not offer yet
+	}
 	kind := prop(a, "kind")
 	kind.Enum = enum(actionKinds)
 	kind.Description = "click; fill: replace the field's value with text; type: insert text at the caret; append: add text at the end of the field's value; press: press key"
@@ -88,6 +92,9 @@ func annotateAction(a *jsonschema.Schema) {
 	ek := prop(exp, "kind")
 	ek.Enum, ek.Default, ek.Description = enum([]string{"text"}), []byte(`"text"`), `always "text"`
 	exp.Required = slices.DeleteFunc(exp.Required, func(s string) bool { return s == "kind" })
+	for _, field := range []string{"value", "url", "ref", "state"} {
+		delete(exp.Properties, field)
+	}
 	et := prop(exp, "text")
 	et.Description = "the text to wait for (whitespace-insensitive substring of the page's text)"
 	et.MinLength, et.MaxLength = ptr(1), ptr(browser.MaxExpectedText)

@@ -20,62 +20,19 @@ const (
 	MaxFences = 10_000
 )
 
-// validFrame checks a frame action: on the frame's document.
-func validFrame(req *browser.ActionRequest) bool {
-	f := req.Frame
-	return f == nil || (bounded(f.FrameID, 1, 128) && f.DocumentEpoch == req.DocumentEpoch)
-}
-
-// validAction checks an action's fields beyond their types.
-func validAction(a *browser.Action) bool {
-	if !bounded(a.Ref, 1, 128) {
-		return false
-	}
-	textOK := a.Text != nil && textLen(*a.Text) <= browser.MaxActionText
-	switch a.Kind {
-	case "click":
-		if a.Text != nil || a.Key != "" || a.Shift != nil {
-			return false
-		}
-	case "fill", "type", "append":
-		if !textOK || a.Key != "" || a.Shift != nil {
-			return false
-		}
-	case "press":
-		if a.Text != nil || !browser.NamedKeys[a.Key] {
-			return false
-		}
-	default:
-		return false
-	}
-	if e := a.Expected; e != nil {
-		if e.Kind != "text" || !bounded(e.Text, 1, browser.MaxExpectedText) || strings.TrimSpace(e.Text) == "" {
-			return false
-		}
-	}
-	return true
-}
-
 // Act performs one action on the leased page with the identity checks of
 // PROVIDER.md, then verifies the optional expectation. Each (session,
 // requestId) runs at most once: a retry with the same payload gets the
 // first result while it is retained and a metadata-only RECOVERY_REQUIRED
 // after; a reuse with another payload is REQUEST_ID_CONFLICT.
 func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in browser.ActParams
-	if err := decodeParams(params, &in); err != nil {
-		return nil, err
+	in, err := browser.ParseAct(params)
+	if err != nil {
+		return nil, r.invalid(err)
 	}
 	req := in.Request
-	if !bounded(in.SessionID, 1, 256) || !bounded(req.RequestID, 1, 128) || strings.HasPrefix(req.RequestID, "batch:") ||
-		!bounded(req.LeaseID, 1, 256) || !bounded(req.DocumentEpoch, 1, 512) || !validAction(&req.Action) || !validFrame(&req) {
-		return nil, invalid()
-	}
 	timeout := browser.DefaultActionTimeout
 	if req.TimeoutMs != nil {
-		if *req.TimeoutMs < 1 || *req.TimeoutMs > int(browser.MaxActionTimeout/time.Millisecond) {
-			return nil, invalid()
-		}
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
 	}
 	idt := r.identify(c, in.SessionID, req.RequestID, req)
@@ -169,6 +126,14 @@ func refuse(res *browser.ActionResult, err error) *browser.ActionResult {
 // batch holds one slot for all its steps).
 func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov Provider, req browser.ActionRequest, res *browser.ActionResult) *browser.ActionResult {
 	notDispatched := func(err error) *browser.ActionResult { return refuse(res, err) }
+	switch req.Action.Kind {
+	case browser.ActClick, browser.ActFill, browser.ActType, browser.ActAppend, browser.ActPress:
+	default:
+		return notDispatched(wire.Err(wire.CodeUnsupportedCapability))
+	}
+	if e := req.Action.Expected; e != nil && e.Kind != browser.ExpectText {
+		return notDispatched(wire.Err(wire.CodeUnsupportedCapability))
+	}
 	var frame *sourceFrame
 	if req.Frame != nil {
 		if !prov.Capable(browser.CapFrameInput) {

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"regexp"
 	"strings"
 
 	"github.com/dsh-browser/broker/browser"
@@ -28,28 +27,17 @@ var checkableRoles = map[string]bool{
 	"checkbox": true, "switch": true, "radio": true, "menuitemcheckbox": true, "menuitemradio": true,
 }
 
-var queryRole = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
-
 // Observe reads the leased page: the whole document within the budgets, or
 // the literal matches of a query. With the cursor of an earlier observation
 // of the same document and scope it answers a delta when that is smaller
 // (cursors.go).
 func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in browser.ObserveParams
-	if err := decodeParams(params, &in); err != nil {
-		return nil, err
+	in, err := browser.ParseObserve(params)
+	if err != nil {
+		return nil, r.invalid(err)
 	}
-	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) || textLen(in.Cursor) > 128 {
-		return nil, invalid()
-	}
-	if f := in.Frame; f != nil && (!bounded(f.FrameID, 1, 128) || !bounded(f.DocumentEpoch, 1, 512)) {
-		return nil, invalid()
-	}
-	if q := in.Query; q != nil {
-		if !bounded(q.Name, 1, browser.MaxNameLength) || strings.TrimSpace(q.Name) == "" ||
-			(q.Role != "" && (len(q.Role) > 80 || !queryRole.MatchString(q.Role))) {
-			return nil, invalid()
-		}
+	if in.RootRef != "" {
+		return nil, wire.Err(wire.CodeUnsupportedCapability)
 	}
 	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
 	l, p, prov, err := r.leased(owner, in.LeaseID)
