@@ -76,6 +76,13 @@ func (r *Runtime) dropPage(leaseID string) {
 	r.mu.Unlock()
 }
 
+// currentEpoch is the main document's epoch as last read.
+func (p *page) currentEpoch() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epoch
+}
+
 // changed wakes everyone waiting for the page to change.
 func (p *page) changed() {
 	p.mu.Lock()

@@ -3,18 +3,20 @@
 // synchronously, as MV3 requires of a service worker's first turn.
 import { fail, isObject, orFail } from './errors.js';
 import { createTransport } from './transport.js';
-import { CAP, METHOD } from './protocol.js';
+import { CAP, LIMITS, METHOD } from './protocol.js';
 import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
 import { createApprovals, ADMIT_WINDOW } from './approval.js';
 import * as ax from './ax.js';
 import * as input from './input.js';
+import * as dom from './dom.js';
 import { checkCdp } from './cdp.js';
 import { topology } from './frames.js';
 import { capture } from './capture.js';
 import { encodeJpeg } from './image.js';
 
 const CAPABILITIES = [CAP.LEASE_FENCING, CAP.LEASE_TAB_SCOPE, CAP.AX_READ, CAP.AX_FIND, CAP.INPUT_NAMED_KEYS,
-  CAP.FRAMES_LIST, CAP.CAPTURE, CAP.AX_PAGE, CAP.FRAME_READ, CAP.FRAME_INPUT, CAP.ORDERED_IDS];
+  CAP.FRAMES_LIST, CAP.CAPTURE, CAP.AX_PAGE, CAP.FRAME_READ, CAP.FRAME_INPUT, CAP.ORDERED_IDS,
+  CAP.DOM_READ, CAP.INPUT_SCROLL, CAP.INPUT_WHEEL, CAP.INPUT_SELECT, CAP.PAGE_NAVIGATE];
 const REQUIRED_CAPABILITIES = [CAP.RUNTIME];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
@@ -168,7 +170,10 @@ export function createExtension(chrome, {
     for (let attempt = 0; attempt < 2; attempt++) {
       const frame = await current();
       const epoch = `${frame.id}:${frame.loaderId}`;
-      const result = await read({ ...page, documentEpoch: epoch, url: frame.url });
+      // The URL as the tab shows it: with its fragment, and for a failed
+      // navigation the URL that could not be reached.
+      const url = frame.unreachableUrl ?? frame.url + (frame.urlFragment ?? '');
+      const result = await read({ ...page, documentEpoch: epoch, url });
       const after = await current();
       if (`${after.id}:${after.loaderId}` === epoch) return result;
     }
@@ -251,6 +256,44 @@ export function createExtension(chrome, {
     },
   );
 
+  // onDocument runs read while the request's document (the main one, or a
+  // same-origin child frame's) is the one it names, checked before and
+  // after; read gets the frame to run DOM functions in.
+  const onDocument = (ctx, read) => {
+    const { frame, documentEpoch } = ctx.request;
+    return oneDocument(ctx, async (page) => {
+      if (!frame) {
+        if (page.documentEpoch !== documentEpoch) fail('STALE_TARGET');
+        return read(dom.mainFrame(ctx.gate));
+      }
+      return inFrame(ctx, page, frame, async (p) => {
+        if (p.documentEpoch !== documentEpoch) fail('STALE_TARGET');
+        return read(frame);
+      });
+    });
+  };
+
+  // navigate sends the tab to a credential-free HTTP(S) URL: for an origin
+  // lease only on its origin. It answers the loader of the new document
+  // (absent for a navigation within the document) and the URL as the
+  // browser writes it; a navigation that fails or becomes a download is
+  // NAVIGATION_FAILED, after the request was sent.
+  async function navigate({ gate, send, page, request }) {
+    const { frameTree } = await send('Page.getFrameTree', {});
+    if (`${frameTree.frame.id}:${frameTree.frame.loaderId}` !== request.documentEpoch) fail('STALE_TARGET');
+    let url;
+    try {
+      url = new URL(request.url);
+    } catch {
+      fail('POLICY_DENIED');
+    }
+    if (!isHttp(url.href) || url.username !== '' || url.password !== '') fail('POLICY_DENIED');
+    if (gate.scope === 'origin' && url.origin !== gate.origin) fail('POLICY_DENIED');
+    const res = await send('Page.navigate', { url: url.href });
+    if (res.errorText || res.isDownload) fail('NAVIGATION_FAILED');
+    return { url: url.href, ...(res.loaderId ? { loaderId: res.loaderId } : {}) };
+  }
+
   const methods = {
     [METHOD.TABS_LIST]: async (conn) => (await chrome.tabs.query({}))
       .filter((t) => isHttp(t.url))
@@ -311,6 +354,25 @@ export function createExtension(chrome, {
     [METHOD.INPUT_CLICK]: inputMethod('click'),
     [METHOD.INPUT_TEXT]: inputMethod('text'),
     [METHOD.INPUT_KEY]: inputMethod('key'),
+    [METHOD.INPUT_WHEEL]: inputMethod('wheel'),
+    [METHOD.INPUT_SCROLL]: inputMethod('scroll'),
+    [METHOD.INPUT_SELECT]: inputMethod('select'),
+    [METHOD.DOM_READ]: leased(
+      ({ request: r }) => {
+        if (!isObject(r) || typeof r.documentEpoch !== 'string' ||
+            (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
+            (r.frame !== undefined && !(validFrame(r.frame) && r.backendNodeId !== undefined)) ||
+            Object.keys(r).some((k) => !['documentEpoch', 'backendNodeId', 'frame'].includes(k))) fail('INVALID_REQUEST');
+      },
+      (ctx) => onDocument(ctx, (frame) => dom.read(ctx.gate, ctx.send, frame, ctx.request.backendNodeId)),
+    ),
+    [METHOD.PAGE_NAVIGATE]: leased(
+      ({ request: r }) => {
+        if (!isObject(r) || typeof r.documentEpoch !== 'string' || typeof r.url !== 'string' ||
+            r.url.length > LIMITS.MAX_URL || Object.keys(r).length !== 2) fail('INVALID_REQUEST');
+      },
+      navigate,
+    ),
   };
   // Every provider method the broker calls (protocol.js) has a handler.
   for (const m of Object.values(METHOD)) {
