@@ -24,6 +24,7 @@ const (
 	CapContentEditable  = "runtime.contenteditable-fill.v1"
 	CapAppend           = "runtime.append.v1"
 	CapElementState     = "runtime.element-state.v1" // state expectations
+	CapFrameSubtree     = "observe.frame-subtree.v1" // observe with frame and rootRef
 	// CapPersonalMode is offered only by a broker in personal access mode:
 	// the extension then lists every HTTP(S) tab and grants tab-scoped
 	// leases without asking.
@@ -44,7 +45,7 @@ const (
 // (CapPersonalMode is added in personal mode).
 func Offered() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
-		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState,
+		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState, CapFrameSubtree,
 		CapFrameInputClient, CapSelectOption}
 }
 

@@ -36,9 +36,6 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	if err != nil {
 		return nil, r.invalid(err)
 	}
-	if in.RootRef != "" {
-		return nil, wire.Err(wire.CodeUnsupportedCapability)
-	}
 	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
 	l, p, prov, err := r.leased(owner, in.LeaseID)
 	if err != nil {
@@ -51,9 +48,12 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	}
 	defer p.release()
 	var obs *browser.Observation
-	if in.Frame != nil {
+	switch {
+	case in.RootRef != "":
+		obs, err = r.observeSubtree(ctx, l, p, prov, in.Frame, in.RootRef, in.Query)
+	case in.Frame != nil:
 		obs, err = r.observeFrame(ctx, l, p, prov, in.Frame, in.Query)
-	} else {
+	default:
 		obs, err = r.observe(ctx, l, p, in.Query)
 	}
 	if err != nil {
@@ -92,6 +92,65 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *brows
 		obs.Scope = browser.Scope{Kind: "query", Query: q}
 	}
 	project(obs, p, read.Nodes, q != nil)
+	return obs, nil
+}
+
+// observeSubtree reads only the element rootRef names and what is inside
+// it (with q: its literal matches there), in the main document or in the
+// child frame sel names (under frameTarget's authority). The root is a ref
+// of that document whose role and name still stand, checked before and
+// after the read: one unknown, of another document, replaced or renamed is
+// STALE_TARGET — never a wider read.
+func (r *Runtime) observeSubtree(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *browser.FrameSelector, rootRef string, q *browser.Query) (*browser.Observation, error) {
+	epoch, req := p.currentEpoch(), axRequest{}
+	var minter refMinter = p
+	if sel != nil {
+		f, err := r.frameTarget(ctx, l, p, prov, sel)
+		if err != nil {
+			return nil, err
+		}
+		epoch, req.Frame, minter = sel.DocumentEpoch, f.document(), p.inFrame(sel.DocumentEpoch)
+	}
+	root := p.resolve(rootRef, epoch, sel != nil)
+	if root == nil {
+		return nil, wire.Err(wire.CodeStaleTarget)
+	}
+	if _, err := r.identity(ctx, prov, l, root); err != nil {
+		return nil, err
+	}
+	req.BackendNodeID = root.BackendNodeID
+	if q != nil {
+		req.Name, req.Role = q.Name, q.Role
+	}
+	read, err := callAX(ctx, prov, l, req)
+	if err != nil {
+		return nil, err
+	}
+	if sel == nil {
+		if err := r.checkOrigin(l, read.URL); err != nil {
+			return nil, err
+		}
+	}
+	if read.DocumentEpoch != epoch {
+		return nil, wire.Err(wire.CodeStaleTarget)
+	}
+	if _, err := r.identity(ctx, prov, l, root); err != nil {
+		return nil, err
+	}
+	obs := &browser.Observation{
+		Format: "full", Cursor: randomCursor(), Tab: l.Tab, URL: read.URL, Title: read.Title, DocumentEpoch: read.DocumentEpoch,
+		Nodes: []browser.NodeRef{}, Text: []string{}, Truncated: read.Truncated,
+		Scope: browser.Scope{Kind: "subtree", RootRef: rootRef},
+	}
+	if q != nil {
+		obs.Scope = browser.Scope{Kind: "query", Query: q, RootRef: rootRef}
+	}
+	if sel != nil {
+		obs.Revision, obs.Scope.FrameID = p.observedFrame(), sel.FrameID
+	} else {
+		obs.Revision = p.observed(read.DocumentEpoch)
+	}
+	project(obs, minter, read.Nodes, q != nil)
 	return obs, nil
 }
 

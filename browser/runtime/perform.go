@@ -172,11 +172,14 @@ func (a *action) read(t *target) (*domFacts, error) {
 	return f, err
 }
 
+// identity re-reads t's accessibility node (see Runtime.identity).
+func (a *action) identity(t *target) (axProps, error) { return a.r.identity(a.ctx, a.prov, a.l, t) }
+
 // identity re-reads t's accessibility node: STALE_TARGET unless its role
 // and name are those it was observed with. It returns the node's
 // properties.
-func (a *action) identity(t *target) (axProps, error) {
-	raw, err := callCDP(a.ctx, a.prov, a.l, "Accessibility.getPartialAXTree", map[string]any{"backendNodeId": t.BackendNodeID, "fetchRelatives": false})
+func (r *Runtime) identity(ctx context.Context, prov Provider, l *lease.Lease, t *target) (axProps, error) {
+	raw, err := callCDP(ctx, prov, l, "Accessibility.getPartialAXTree", map[string]any{"backendNodeId": t.BackendNodeID, "fetchRelatives": false})
 	if err != nil {
 		return axProps{}, staleIfGone(err)
 	}

@@ -94,11 +94,13 @@ func callLeaseRevoke(ctx context.Context, prov Provider, l *lease.Lease) error {
 	return err
 }
 
-// axRequest is the request of ax.read (Name empty) and ax.find.
+// axRequest is the request of ax.read (Name empty) and ax.find: of the
+// document, or from the element BackendNodeID.
 type axRequest struct {
-	Name  string         `json:"name,omitempty"`
-	Role  string         `json:"role,omitempty"`
-	Frame *frameDocument `json:"frame,omitempty"`
+	Name          string         `json:"name,omitempty"`
+	Role          string         `json:"role,omitempty"`
+	BackendNodeID int64          `json:"backendNodeId,omitempty"`
+	Frame         *frameDocument `json:"frame,omitempty"`
 }
 
 // callAX reads the page's AX nodes (ax.read), or the literal matches of a

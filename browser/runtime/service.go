@@ -124,6 +124,8 @@ func (r *Runtime) instances() []browser.Instance {
 		caps["pageWindows"] = p.Capable(browser.CapAXPage)
 		caps["sameOriginFrameRead"] = p.Capable(browser.CapFrameRead) && p.Capable(browser.CapFramesList)
 		caps["sameOriginFrameQuery"] = caps["sameOriginFrameRead"]
+		caps["sameOriginFrameSubtree"] = caps["sameOriginFrameRead"]
+		caps["axSubtree"] = true
 		caps["sameOriginFrameClick"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapFrameInput)
 		caps["sameOriginFramePage"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapAXPage)
 		out = append(out, browser.Instance{

@@ -203,6 +203,7 @@ export function createExtension(chrome, {
   }
 
   const validFrame = (f) => isObject(f) && nonEmpty(f.frameId) && nonEmpty(f.loaderId) && Object.keys(f).length === 2;
+  const validNode = (id) => Number.isInteger(id) && id > 0;
 
   // inFrame runs read on a child frame's document, only while it and every
   // frame above it are of the main document's origin: checked before and
@@ -303,28 +304,29 @@ export function createExtension(chrome, {
     [METHOD.LEASE_REVOKE]: revoke,
     [METHOD.AX_READ]: leased(
       ({ request: r }) => {
-        if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
-            (r.frame !== undefined && !(validFrame(r.frame) && r.backendNodeId === undefined))) fail('INVALID_REQUEST');
+        if (!isObject(r) || (r.backendNodeId !== undefined && !validNode(r.backendNodeId)) ||
+            (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
       (ctx) => oneDocument(ctx, (page) => {
-        const f = ctx.request.frame;
-        if (!f) return ax.read(ctx.send, page, ctx.request.backendNodeId);
-        return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, undefined, f.frameId));
+        const { frame: f, backendNodeId } = ctx.request;
+        if (!f) return ax.read(ctx.send, page, backendNodeId);
+        return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
       }),
     ),
     [METHOD.AX_FIND]: leased(
       ({ request: r }) => {
         if (!isObject(r) || !nonEmpty(r.name) || (r.role !== undefined && !nonEmpty(r.role)) ||
+            (r.backendNodeId !== undefined && !validNode(r.backendNodeId)) ||
             (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
       async (ctx) => {
-        const { name, role, frame } = ctx.request;
+        const { name, role, frame, backendNodeId: root } = ctx.request;
         const hidden = await notShown(ctx.tab);
         return oneDocument(ctx, (page) => {
-          if (!frame) return ax.find(ctx.send, page, name, role, { hidden });
+          if (!frame) return ax.find(ctx.send, page, name, role, { hidden, root });
           // In a child frame the search walks its tree (queryAXTree starts
           // from a document node of the main frame).
-          return inFrame(ctx, page, frame, (p) => ax.find(ctx.send, p, name, role, { hidden: true, frameId: frame.frameId }));
+          return inFrame(ctx, page, frame, (p) => ax.find(ctx.send, p, name, role, { hidden: true, frameId: frame.frameId, root }));
         });
       },
     ),
