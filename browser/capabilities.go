@@ -23,8 +23,15 @@ const (
 	CapWheel            = "runtime.wheel.v1" // wheel
 	CapContentEditable  = "runtime.contenteditable-fill.v1"
 	CapAppend           = "runtime.append.v1"
-	CapElementState     = "runtime.element-state.v1" // state expectations
-	CapFrameSubtree     = "observe.frame-subtree.v1" // observe with frame and rootRef
+	CapElementState     = "runtime.element-state.v1"       // state expectations
+	CapFrameSubtree     = "observe.frame-subtree.v1"       // observe with frame and rootRef
+	CapCapturePublish   = "runtime.capture-publication.v1" // capture, then validateLease before publishing
+	CapPageWindows      = "runtime.page.v1"                // readPage
+	CapFrames           = "runtime.frames.v1"              // frames
+	CapObserveFrame     = "observe.frame.v1"               // observe with frame
+	CapFrameClick       = "runtime.frame-click.v1"         // act with frame: click, text expectation
+	CapFrameQuery       = "observe.frame-query.v1"         // observe with frame and query
+	CapFramePage        = "observe.frame-page.v1"          // readPage with frame
 	// CapPersonalMode is offered only by a broker in personal access mode:
 	// the extension then lists every HTTP(S) tab and grants tab-scoped
 	// leases without asking.
@@ -39,14 +46,20 @@ const (
 	CapFrameInputClient = "broker.frame-input.v1"
 	// CapSelectOption: the select action chooses an option of a <select>.
 	CapSelectOption = "broker.select-option.v1"
+	// CapCapturePaint: a capture also hides what paint effects (blur,
+	// drop-shadow, backdrop-filter) carry of a foreign frame outside its
+	// box, and refuses UNSUPPORTED_CAPABILITY where an SVG filter or a
+	// reflection could put its pixels anywhere.
+	CapCapturePaint = "broker.capture-paint-effects.v1"
 )
 
 // Offered lists what the broker offers every peer for the browser kind
 // (CapPersonalMode is added in personal mode).
 func Offered() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
-		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState, CapFrameSubtree,
-		CapFrameInputClient, CapSelectOption}
+		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState,
+		CapCapturePublish, CapPageWindows, CapFrames, CapObserveFrame, CapFrameClick, CapFrameQuery, CapFrameSubtree, CapFramePage,
+		CapFrameInputClient, CapSelectOption, CapCapturePaint}
 }
 
 // Provider capabilities: what a browser provider advertises in its hello.

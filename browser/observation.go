@@ -2,8 +2,10 @@ package browser
 
 import "slices"
 
-// MaxSnapshotSize bounds an observation kept as a cursor's baseline; a
-// larger one is served but not kept.
+// MaxSnapshotSize bounds an observation's JSON (as the reference measures
+// it: UTF-8, no HTML escaping). A larger one is refused QUEUE_FULL, as the
+// reference refuses it; within the budgets of an observation that takes
+// text full of characters JSON escapes.
 const MaxSnapshotSize = 96 << 10
 
 // ObservationDelta is browser.observe's answer to a cursor whose baseline

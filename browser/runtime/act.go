@@ -106,8 +106,8 @@ func (r *Runtime) perform(ctx context.Context, l *lease.Lease, p *page, prov Pro
 	defer cancel()
 	res := &browser.ActionResult{RequestID: req.RequestID}
 	notDispatched := func(err error) *browser.ActionResult { return refuse(res, err) }
-	if !p.acquire(ctx.Done()) {
-		return notDispatched(wire.Err(wire.CodeDeadlineExceeded))
+	if err := p.acquire(ctx.Done()); err != nil {
+		return notDispatched(err)
 	}
 	defer p.release()
 	return r.performHeld(ctx, l, p, prov, req, res)

@@ -98,8 +98,8 @@ func (b *batch) run(ctx context.Context, timeout time.Duration) (*browser.BatchR
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if !p.acquire(ctx.Done()) {
-		refuse(&out.ActionResult, wire.Err(wire.CodeDeadlineExceeded))
+	if err := p.acquire(ctx.Done()); err != nil {
+		refuse(&out.ActionResult, err)
 		return out, nil
 	}
 	defer p.release()

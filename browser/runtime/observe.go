@@ -43,8 +43,8 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	}
 	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
 	defer cancel()
-	if !p.acquire(ctx.Done()) {
-		return nil, wire.Err(wire.CodeDeadlineExceeded)
+	if err := p.acquire(ctx.Done()); err != nil {
+		return nil, err
 	}
 	defer p.release()
 	var obs *browser.Observation
@@ -58,6 +58,9 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if snapshotSize(obs) > browser.MaxSnapshotSize {
+		return nil, wire.Err(wire.CodeQueueFull)
 	}
 	var base *browser.Observation
 	if in.Cursor != "" {

@@ -52,6 +52,28 @@ var capabilityOf = map[string]string{
 func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov Provider, req browser.ActionRequest, res *browser.ActionResult) *browser.ActionResult {
 	a := &action{r: r, ctx: ctx, l: l, p: p, prov: prov, req: req, a: req.Action, res: res}
 	res.Dispatch = "notDispatched" // until an input is sent
+	return boundSnapshot(a.perform())
+}
+
+// boundSnapshot drops a result's observation over browser.MaxSnapshotSize: the
+// result then says QUEUE_FULL, unknown when input was sent, as the
+// reference's does.
+func boundSnapshot(res *browser.ActionResult) *browser.ActionResult {
+	if res.Observation == nil || snapshotSize(res.Observation) <= browser.MaxSnapshotSize {
+		return res
+	}
+	res.Observation, res.Postcondition, res.Code = nil, "unverified", wire.CodeQueueFull
+	res.Outcome = "failed"
+	switch res.Dispatch {
+	case "dispatched", "observed":
+		res.Outcome, res.Dispatch = "unknown", "dispatched"
+	}
+	return res
+}
+
+// perform checks, resolves, dispatches and verifies the action.
+func (a *action) perform() *browser.ActionResult {
+	prov := a.prov
 	if need, ok := capabilityOf[a.a.Kind]; !prov.Capable(browser.CapDOMRead) || (ok && !prov.Capable(need)) {
 		return a.refuse(wire.Err(wire.CodeUnsupportedCapability))
 	}
