@@ -6,6 +6,7 @@ import { createTransport } from './transport.js';
 import { CAP, LIMITS, METHOD } from './protocol.js';
 import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
 import { createApprovals, ADMIT_WINDOW } from './approval.js';
+import { createConsents } from './consent.js';
 import * as ax from './ax.js';
 import * as input from './input.js';
 import * as dom from './dom.js';
@@ -50,6 +51,7 @@ export function createExtension(chrome, {
 } = {}) {
   const identity = browserIdentity(navigator);
   const approvals = createApprovals({ chrome, timers, uuid });
+  const consents = createConsents();
   const gates = createGates({ chrome, timers, now, emit: (conn, event, value) => transport.emit(conn, event, value) });
   const transport = createTransport({
     chrome, timers, uuid,
@@ -86,7 +88,9 @@ export function createExtension(chrome, {
     try {
       let tab = await getTab(tabId);
       grantable(tab, lease);
-      if (lease.scope === 'origin') {
+      // A tab the owner allowed beforehand, on that origin, is granted at
+      // once; any other origin lease asks in the approval window.
+      if (lease.scope === 'origin' && !consents.allows(tabId, lease.origin)) {
         const details = { client: label, title: tab.title ?? '', origin: originOf(tab.url) };
         if (!(await approvals.ask(details, signal))) fail('POLICY_DENIED');
         tab = await getTab(tabId); // it may have navigated while the user decided
@@ -381,17 +385,32 @@ export function createExtension(chrome, {
     if (!Object.hasOwn(methods, m)) throw new Error(`extension: no handler for the provider method ${m}`);
   }
 
+  // shownTab is the tab the popup speaks of: the active tab of the last
+  // focused normal window (the popup's own window is not one).
+  async function shownTab() {
+    const win = await chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => undefined);
+    if (win?.id === undefined) return undefined;
+    const [tab] = await chrome.tabs.query({ active: true, windowId: win.id });
+    return tab;
+  }
+
   async function popupState() {
     const tabs = await Promise.all(gates.list().map(async (g) => {
       const tab = await chrome.tabs.get(g.tabId).catch(() => ({}));
       return { tabId: g.tabId, title: tab.title ?? '', url: tab.url ?? '', scope: g.scope };
     }));
-    return { status: transport.status(), tabs };
+    const tab = await shownTab();
+    const here = tab && isHttp(tab.url) ?
+      { tabId: tab.id, title: tab.title ?? '', origin: originOf(tab.url), allowed: consents.allows(tab.id, originOf(tab.url)) } :
+      undefined;
+    return { status: transport.status(), tabs, here };
   }
 
   chrome.debugger.onEvent.addListener(gates.onEvent);
   chrome.debugger.onDetach.addListener(gates.onDetach);
   chrome.tabs.onRemoved.addListener(gates.onTabRemoved);
+  chrome.tabs.onRemoved.addListener(consents.onRemoved);
+  chrome.tabs.onUpdated.addListener(consents.onUpdated);
   chrome.windows.onRemoved.addListener(approvals.onWindowRemoved);
   chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
     switch (msg?.type) {
@@ -404,8 +423,12 @@ export function createExtension(chrome, {
         return true; // answered asynchronously
       case 'popup.stop':
         gates.stopAll();
+        consents.clear();
         sendResponse(true);
         return false;
+      case 'popup.allow': // the owner allows the tab the popup showed, for its current origin
+        chrome.tabs.get(msg.tabId).then((tab) => consents.allow(tab), () => false).then(sendResponse);
+        return true;
     }
     return false;
   });
@@ -419,5 +442,6 @@ export function createExtension(chrome, {
     },
     transport,
     gates,
+    consents,
   };
 }
