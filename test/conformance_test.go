@@ -4,12 +4,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/stack"
 	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -165,5 +169,147 @@ func TestTabQueueFull(t *testing.T) {
 		if err != nil {
 			t.Fatalf("a queued operation: %v", err)
 		}
+	}
+}
+
+// keysIn fails unless every key of v (a JSON object) is one of allowed and
+// every one of required is there: the shapes of the reference's type sheet.
+func keysIn(t *testing.T, what string, v map[string]any, required []string, optional ...string) {
+	t.Helper()
+	for _, k := range required {
+		if _, ok := v[k]; !ok {
+			t.Errorf("%s lacks %s: %v", what, k, v)
+		}
+	}
+	for k := range v {
+		if !slices.Contains(required, k) && !slices.Contains(optional, k) {
+			t.Errorf("%s has %s, which the reference's %s has not: %v", what, k, what, v)
+		}
+	}
+}
+
+// checkResult holds an action result to the reference's ActionResult and
+// FullObservation shapes.
+func checkResult(t *testing.T, raw json.RawMessage) map[string]any {
+	t.Helper()
+	var r map[string]any
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	keysIn(t, "ActionResult", r, []string{"requestId", "outcome", "dispatch", "postcondition"}, "code", "observation", "scroll", "recovery")
+	if o, ok := r["observation"].(map[string]any); ok {
+		keysIn(t, "FullObservation", o, []string{"tab", "url", "title", "documentEpoch", "revision", "nodes", "text", "truncated", "scope",
+			"format", "cursor", "resyncRequired"}, "resyncReason")
+		for _, n := range o["nodes"].([]any) {
+			keysIn(t, "NodeRef", n.(map[string]any), []string{"id", "role", "name"}, "disabled", "checked", "editable", "value", "kind")
+		}
+	}
+	if e, ok := r["scroll"].(map[string]any); ok {
+		keysIn(t, "ScrollEvidence", e, []string{"target", "requested", "before", "after", "moved"})
+		for _, p := range []string{"before", "after"} {
+			keysIn(t, "ScrollPosition", e[p].(map[string]any), []string{"x", "y", "scrollWidth", "scrollHeight", "clientWidth", "clientHeight"})
+		}
+	}
+	return r
+}
+
+// TestE2EReferenceClient drives forms, navigation, scrolling and
+// checkboxes with every expectation kind as a client built from the
+// reference's contract does: the spec's full hello on a raw connection,
+// sessionId on every call, only the reference's fields, and every answer
+// held to the reference's shapes.
+func TestE2EReferenceClient(t *testing.T) {
+	t.Parallel()
+	s := stack.Start(t, "--access-mode=personal")
+	_, tgt := s.Tab(t, s.Pages.URL("/fields"))
+	p := s.B.DialPeer(t)
+	if r := p.Call("hello", specHello(t, s.B)); !r.OK {
+		t.Fatalf("hello: %s", r.Code)
+	}
+	const session = "dsh-reference-session"
+	call := func(method string, params map[string]any) json.RawMessage {
+		t.Helper()
+		params["sessionId"] = session
+		r := p.Call(method, params)
+		if !r.OK {
+			t.Fatalf("%s %v: %s", method, params, r.Code)
+		}
+		return r.Value
+	}
+	var instances []map[string]any
+	json.Unmarshal(call("browser.instances", map[string]any{}), &instances)
+	if len(instances) != 1 {
+		t.Fatalf("instances %v", instances)
+	}
+	keysIn(t, "BrowserInstance", instances[0], []string{"id", "family", "brand", "version", "profileLabel", "capabilities"})
+	for _, f := range []string{"setChecked", "wheel", "domScroll", "stateExpectations", "tabScopedNavigation", "sameOriginFrameSubtree"} {
+		if instances[0]["capabilities"].(map[string]any)[f] != true {
+			t.Errorf("instance capability %s is not true", f)
+		}
+	}
+	var tabs []map[string]any
+	json.Unmarshal(call("browser.tabs", map[string]any{"instanceId": s.Instance}), &tabs)
+	var tab string
+	for _, tb := range tabs {
+		keysIn(t, "TabSummary", tb, []string{"id", "instanceId", "url", "title"})
+		if tb["url"] == s.Pages.URL("/fields") {
+			tab = tb["id"].(string)
+		}
+	}
+	var l browser.LeaseResult
+	json.Unmarshal(call("browser.claim", map[string]any{"instanceId": s.Instance, "tab": tab}), &l)
+	var o browser.Observation
+	observe := func() {
+		json.Unmarshal(call("browser.observe", map[string]any{"leaseId": l.ID}), &o)
+	}
+	observe()
+	n := 0
+	act := func(action map[string]any) map[string]any {
+		t.Helper()
+		n++
+		r := checkResult(t, call("browser.act", map[string]any{"request": map[string]any{
+			"requestId": "ref-" + strconv.Itoa(n), "leaseId": l.ID, "documentEpoch": o.DocumentEpoch, "action": action}}))
+		if r["outcome"] != "succeeded" || r["postcondition"] != "passed" {
+			t.Fatalf("%v: %v", action, r)
+		}
+		if obs, ok := r["observation"].(map[string]any); ok {
+			raw, _ := json.Marshal(obs)
+			json.Unmarshal(raw, &o)
+		}
+		return r
+	}
+	act(map[string]any{"kind": "fill", "ref": refOf(t, o, "textbox", "City"), "text": "Oslo", "expected": map[string]any{"kind": "value", "value": "Oslo"}})
+	act(map[string]any{"kind": "append", "ref": refOf(t, o, "textbox", "City"), "text": " Sentrum"})
+	act(map[string]any{"kind": "press", "ref": refOf(t, o, "textbox", "City"), "key": "Tab", "shift": true,
+		"expected": map[string]any{"kind": "state", "ref": refOf(t, o, "button", "Send"), "state": "enabled"}})
+	act(map[string]any{"kind": "scroll", "deltaX": 0, "deltaY": 120})
+	act(map[string]any{"kind": "click", "ref": refOf(t, o, "button", "Send"), "expected": map[string]any{"kind": "text", "text": "Sent: Oslo Sentrum / r"}})
+	act(map[string]any{"kind": "navigate", "url": s.Pages.URL("/controls")})
+	act(map[string]any{"kind": "check", "ref": refOf(t, o, "checkbox", "Newsletter"), "checked": true,
+		"expected": map[string]any{"kind": "url", "url": s.Pages.URL("/controls")}})
+	act(map[string]any{"kind": "wheel", "ref": refOf(t, o, "group", "Size"), "deltaX": 0, "deltaY": 40,
+		"expected": map[string]any{"kind": "state", "ref": refOf(t, o, "radio", "Small"), "state": "checked"}})
+	act(map[string]any{"kind": "check", "ref": refOf(t, o, "radio", "Large"), "checked": true, "expected": map[string]any{"kind": "text", "text": "Controls"}})
+	if !chromium.Eval[bool](t, s.Browser, tgt, "document.getElementById('news').checked && document.getElementById('large').checked") {
+		t.Fatal("the page does not show what the actions said")
+	}
+	// Release: the event browser.lease-revoked {sessionId, leaseId}, and
+	// {released:true}.
+	id := p.Request("browser.release", map[string]any{"sessionId": session, "leaseId": l.ID})
+	var revoked, released map[string]any
+	for released == nil {
+		env := p.Read()
+		switch {
+		case env == nil:
+			t.Fatal("the connection closed")
+		case env.Type == wire.TypeEvent && env.Event == browser.EventLeaseRevoked:
+			json.Unmarshal(env.Value, &revoked)
+		case env.Type == wire.TypeResponse && env.ID == id:
+			json.Unmarshal(env.Value, &released)
+		}
+	}
+	keysIn(t, "browser.lease-revoked", revoked, []string{"sessionId", "leaseId"})
+	if released["released"] != true || revoked["leaseId"] != l.ID || revoked["sessionId"] != session {
+		t.Fatalf("release: %v, event %v", released, revoked)
 	}
 }
