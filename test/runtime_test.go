@@ -151,7 +151,7 @@ func standardPage(s *scripted, epoch *string, text *[]string) {
 		if p.Request.DocumentEpoch != *epoch {
 			return nil, wire.CodeStaleTarget
 		}
-		facts := map[string]any{"found": true, "connected": true, "sameDocument": true, "disabled": false,
+		facts := map[string]any{"found": true, "connected": true, "sameDocument": true, "disabled": false, "disabledKnown": true,
 			"enabledState": true, "visible": true, "maxLength": -1,
 			"scroll": map[string]int{"x": 0, "y": 0, "scrollWidth": 100, "scrollHeight": 30, "clientWidth": 100, "clientHeight": 30}}
 		if p.Request.BackendNodeID == 3 {

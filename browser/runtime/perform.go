@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"time"
 
@@ -273,12 +274,12 @@ func (a *action) ready() (*domFacts, error) {
 		wake := a.p.changes()
 		f, err := a.read(a.target)
 		if err != nil {
-			return nil, err
+			return nil, a.notReady(err)
 		}
 		if !f.Found || !f.Connected {
 			return nil, wire.Err(wire.CodeStaleTarget)
 		}
-		if f.Disabled != nil && !*f.Disabled && f.Visible {
+		if !f.Disabled && f.Visible {
 			return f, nil
 		}
 		if !a.wait(wake, pollInterval) {
@@ -288,24 +289,32 @@ func (a *action) ready() (*domFacts, error) {
 }
 
 // point waits until the target is ready and has a stable point to hit.
-func (a *action) point() (float64, float64, *domFacts, error) {
+func (a *action) point() (float64, float64, error) {
 	for {
 		wake := a.p.changes()
-		f, err := a.ready()
-		if err != nil {
-			return 0, 0, nil, err
+		if _, err := a.ready(); err != nil {
+			return 0, 0, err
 		}
 		x, y, err := a.r.clickPoint(a.ctx, a.prov, a.l, a.target)
 		if err == nil {
-			return x, y, f, nil
+			return x, y, nil
 		}
 		if rpc.CodeOf(err) != wire.CodeNotActionable {
-			return 0, 0, nil, err
+			return 0, 0, a.notReady(err)
 		}
 		if !a.wait(wake, pollInterval) {
-			return 0, 0, nil, wire.Err(wire.CodeNotActionable)
+			return 0, 0, wire.Err(wire.CodeNotActionable)
 		}
 	}
+}
+
+// notReady is the error of a reading cut by the deadline while waiting for
+// the target to become actionable: it never did, NOT_ACTIONABLE.
+func (a *action) notReady(err error) error {
+	if errors.Is(a.ctx.Err(), context.DeadlineExceeded) {
+		return wire.Err(wire.CodeNotActionable)
+	}
+	return err
 }
 
 // command is the input command on the target.
@@ -346,7 +355,7 @@ func (a *action) unknown(err error) *browser.ActionResult {
 }
 
 func (a *action) click() *browser.ActionResult {
-	x, y, _, err := a.point()
+	x, y, err := a.point()
 	if err != nil {
 		return a.refuse(err)
 	}
@@ -387,7 +396,7 @@ func (a *action) check() *browser.ActionResult {
 	if current == want {
 		return a.verify(settled) // already so: no input
 	}
-	x, y, _, err := a.point()
+	x, y, err := a.point()
 	if err != nil {
 		return a.refuse(err)
 	}
@@ -629,7 +638,7 @@ func abs(f float64) float64 {
 // wheel sends one wheel sample at a verified point of the target. It claims
 // no movement: only an expectation verifies it.
 func (a *action) wheel() *browser.ActionResult {
-	x, y, _, err := a.point()
+	x, y, err := a.point()
 	if err != nil {
 		return a.refuse(err)
 	}

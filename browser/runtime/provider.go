@@ -326,28 +326,29 @@ type axProps struct {
 // domFacts is a provider's answer to dom.read (PROVIDER.md). A password's
 // value is never there.
 type domFacts struct {
-	Found        bool                    `json:"found"` // false: the node no longer exists
-	Connected    bool                    `json:"connected"`
-	SameDocument bool                    `json:"sameDocument"`
-	Document     bool                    `json:"document"` // the facts of the document's scroller
-	Tag          string                  `json:"tag"`
-	Type         string                  `json:"type"`     // an input's type
-	Role         string                  `json:"role"`     // the role attribute
-	Editable     string                  `json:"editable"` // input, textarea, host or ""
-	Password     bool                    `json:"password"`
-	ReadOnly     bool                    `json:"readOnly"`
-	Multiline    bool                    `json:"multiline"`
-	Focused      bool                    `json:"focused"`
-	Native       string                  `json:"native"` // checkbox, radio or ""
-	MaxLength    int                     `json:"maxLength"`
-	Disabled     *bool                   `json:"disabled"` // absent past 64 ancestors
-	EnabledState bool                    `json:"enabledState"`
-	Checked      any                     `json:"checked"` // true, false, "mixed", or absent
-	HostBounded  bool                    `json:"hostBounded"`
-	Value        *string                 `json:"value"`
-	Visible      bool                    `json:"visible"`
-	Scroll       *browser.ScrollPosition `json:"scroll"`
-	Select       *selectFacts            `json:"select"`
+	Found         bool                    `json:"found"` // false: the node no longer exists
+	Connected     bool                    `json:"connected"`
+	SameDocument  bool                    `json:"sameDocument"`
+	Document      bool                    `json:"document"` // the facts of the document's scroller
+	Tag           string                  `json:"tag"`
+	Type          string                  `json:"type"`     // an input's type
+	Role          string                  `json:"role"`     // the role attribute
+	Editable      string                  `json:"editable"` // input, textarea, host or ""
+	Password      bool                    `json:"password"`
+	ReadOnly      bool                    `json:"readOnly"`
+	Multiline     bool                    `json:"multiline"`
+	Focused       bool                    `json:"focused"`
+	Native        string                  `json:"native"` // checkbox, radio or ""
+	MaxLength     int                     `json:"maxLength"`
+	Disabled      bool                    `json:"disabled"`      // :disabled, or inert or aria-disabled within 64 ancestors
+	DisabledKnown bool                    `json:"disabledKnown"` // the ancestors were all seen (at most 64)
+	EnabledState  bool                    `json:"enabledState"`
+	Checked       any                     `json:"checked"` // true, false, "mixed", or absent
+	HostBounded   bool                    `json:"hostBounded"`
+	Value         *string                 `json:"value"`
+	Visible       bool                    `json:"visible"`
+	Scroll        *browser.ScrollPosition `json:"scroll"`
+	Select        *selectFacts            `json:"select"`
 }
 
 type selectFacts struct {

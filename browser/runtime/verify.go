@@ -190,10 +190,10 @@ func statePredicate(state string, f *domFacts) (matched, ok bool) {
 		}
 		return f.Checked == (state == "checked"), true
 	case "enabled", "disabled":
-		if !f.EnabledState || f.Disabled == nil {
+		if !f.EnabledState || !f.DisabledKnown {
 			return false, false
 		}
-		return *f.Disabled == (state == "disabled"), true
+		return f.Disabled == (state == "disabled"), true
 	}
 	return false, false
 }

@@ -25,13 +25,14 @@ const HELPERS = `
     return '';
   };
   // disabledOf: :disabled, or inert or aria-disabled on the element or an
-  // ancestor (across shadow roots and slots); undefined past 64 levels.
+  // ancestor (across shadow roots and slots) within 64 levels; complete
+  // says whether the walk reached the top.
   const disabledOf = (el) => {
     let disabled = !!el.matches?.(':disabled'), node = el, depth = 0;
     for (; node && depth < ${HOST.depth}; depth++, node = node.assignedSlot || node.parentElement || node.getRootNode().host) {
       if (node.inert || node.getAttribute?.('aria-disabled') === 'true') disabled = true;
     }
-    return node ? undefined : disabled;
+    return { disabled, complete: !node };
   };
   // hostText is an editing host's text, or undefined past the bounds.
   const hostText = (el) => {
@@ -68,8 +69,9 @@ export const READ = `function () {
     password: type === 'password', readOnly: !!el.readOnly, multiline: kind === 'textarea' || kind === 'host',
     focused: el.getRootNode().activeElement === el, native: type === 'checkbox' || type === 'radio' ? type : '',
     maxLength: kind === 'input' || kind === 'textarea' ? el.maxLength : -1 };
-  const disabled = disabledOf(el);
-  if (disabled !== undefined) out.disabled = disabled;
+  const { disabled, complete } = disabledOf(el);
+  out.disabled = disabled;
+  out.disabledKnown = complete;
   out.enabledState = ['button', 'input', 'select', 'textarea', 'option', 'optgroup', 'fieldset'].includes(el.localName) ||
     /^(button|link|textbox|combobox|checkbox|radio|switch|tab|menuitem|menuitemcheckbox|menuitemradio|slider|spinbutton|treeitem|option)$/.test(out.role);
   const checked = checkedOf(el);
@@ -112,7 +114,7 @@ export const TEXT_GUARD = `function (mode, text, prefix) {
   const el = this, kind = kindOf(el);
   if (!el.isConnected) return 'STALE_TARGET';
   if (!kind || (el.localName === 'input' && String(el.type).toLowerCase() === 'password') || el.readOnly) return 'UNSUPPORTED_CAPABILITY';
-  if (disabledOf(el) !== false) return 'NOT_ACTIONABLE';
+  if (disabledOf(el).disabled) return 'NOT_ACTIONABLE';
   if (kind === 'input' && /[\\r\\n]/.test(text)) return 'UNSUPPORTED_CAPABILITY';
   if (el.getRootNode().activeElement !== el) return 'NOT_ACTIONABLE';
   const value = kind === 'host' ? hostText(el) : el.value;
@@ -153,7 +155,7 @@ export const SELECT_OPTION = `function (index, label) {
   ${HELPERS}
   if (!this.isConnected) return 'STALE_TARGET';
   if (this.localName !== 'select' || this.multiple) return 'UNSUPPORTED_CAPABILITY';
-  if (disabledOf(this) !== false) return 'NOT_ACTIONABLE';
+  if (disabledOf(this).disabled) return 'NOT_ACTIONABLE';
   const o = this.options[index];
   if (!o || o.label.slice(0, ${MAX_LABEL}) !== label || o.selected) return 'STALE_TARGET';
   if (o.disabled || o.matches(':disabled')) return 'NOT_ACTIONABLE';

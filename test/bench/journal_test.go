@@ -67,7 +67,7 @@ var (
 	actReleased   = mustJSON(map[string]bool{"released": true})
 	actDispatched = mustJSON(map[string]bool{"dispatched": true})
 	actFacts      = mustJSON(map[string]any{"found": true, "connected": true, "sameDocument": true, "tag": "button",
-		"disabled": false, "enabledState": true, "visible": true, "maxLength": -1,
+		"disabled": false, "disabledKnown": true, "enabledState": true, "visible": true, "maxLength": -1,
 		"scroll": map[string]int{"x": 0, "y": 0, "scrollWidth": 80, "scrollHeight": 20, "clientWidth": 80, "clientHeight": 20}})
 )
 
