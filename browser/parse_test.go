@@ -42,9 +42,9 @@ func TestParseRules(t *testing.T) {
 	}
 }
 
-// FuzzParseAct: ParseAct never panics, and what it accepts it accepts again
-// after encoding, unchanged.
-func FuzzParseAct(f *testing.F) {
+// FuzzParseParams: ParseAct, ParseBatch and ParseObserve never panic, and
+// what one accepts it accepts again after encoding, unchanged.
+func FuzzParseParams(f *testing.F) {
 	for _, s := range []string{
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"click","ref":"r"}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"fill","ref":"r","text":"x","expected":{"kind":"value","value":"x"}}}}`,
@@ -52,21 +52,29 @@ func FuzzParseAct(f *testing.F) {
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"wheel","ref":"r","deltaX":1,"deltaY":-2}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"press","ref":"r","key":"Tab","shift":true}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"select","ref":"r","option":"A"},"frame":{"frameId":"f","documentEpoch":"e"}}}`,
+		`{"sessionId":"s","approvalId":"a","request":{"requestId":"b","leaseId":"l","documentEpoch":"e","steps":[{"action":{"kind":"check","ref":"r","checked":true}},{"action":{"kind":"scroll","deltaX":0,"deltaY":9}}]}}`,
+		`{"sessionId":"s","leaseId":"l","cursor":"c","rootRef":"r","query":{"name":"Save","role":"button"},"frame":{"frameId":"f","documentEpoch":"e"}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := browser.ParseAct(data)
-		if err != nil {
-			return
-		}
-		again, err := json.Marshal(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := browser.ParseAct(again)
-		if err != nil || !reflect.DeepEqual(p, q) {
-			t.Fatalf("accepted %s, then refused or changed its encoding %s: %v", data, again, err)
-		}
+		roundTrip(t, data, browser.ParseAct)
+		roundTrip(t, data, browser.ParseBatch)
+		roundTrip(t, data, browser.ParseObserve)
 	})
+}
+
+func roundTrip[T any](t *testing.T, data []byte, parse func([]byte) (*T, error)) {
+	p, err := parse(data)
+	if err != nil {
+		return
+	}
+	again, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := parse(again)
+	if err != nil || !reflect.DeepEqual(p, q) {
+		t.Fatalf("accepted %s, then refused or changed its encoding %s: %v", data, again, err)
+	}
 }
