@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -162,7 +164,9 @@ func startActEnv(tb testing.TB, n int, durable bool) *actEnv {
 	for i := range n {
 		var opts client.Options
 		if durable {
-			opts.JournalKey = fmt.Sprintf("%064x", i+1)
+			key := make([]byte, 32) // random: the broker refuses a weak key
+			rand.Read(key)
+			opts.JournalKey = hex.EncodeToString(key)
 		}
 		c := &actClient{c: e.b.Client(tb, opts), session: fmt.Sprintf("s%d", i+1)}
 		raw, err := c.c.Call(ctx, "browser.claim", map[string]any{"sessionId": c.session, "instanceId": instanceID, "tab": actTab(i)})
