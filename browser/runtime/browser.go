@@ -130,6 +130,12 @@ func randomHex(n int) string {
 
 func invalid() error { return wire.Err(wire.CodeInvalidRequest) }
 
+// invalid logs why params were refused (at debug level) and refuses them.
+func (r *Runtime) invalid(err error) error {
+	r.log.Debug("params refused", "err", err)
+	return invalid()
+}
+
 // httpOrigin returns the origin of a credential-free HTTP(S) URL.
 func httpOrigin(raw string) (string, bool) {
 	u, err := url.Parse(raw)
