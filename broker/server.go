@@ -146,14 +146,14 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	journal *journal.Journal // nil without a state directory
-	// activity is the owner's activity log, nil without a state directory.
-	activity *activity.Log
-	owner    ownerEvents // owner.changed to the consoles
-	lock     *os.File    // broker.lock, held for the server's life
-	token    []byte
-	caps     []string
-	started  time.Time
-	shed     rateLimited // warns about shed sockets at most once a minute
+	lock    *os.File         // broker.lock, held for the server's life
+	token   []byte
+	caps    []string
+	started time.Time
+	shed    rateLimited // warns about shed sockets at most once a minute
+
+	activity *activity.Log // the owner's activity log, nil without a state directory
+	owner    ownerEvents   // owner.changed to the consoles
 
 	services []service.Service
 	kinds    map[string]service.Service // by kind name
