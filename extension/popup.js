@@ -1,5 +1,6 @@
 // The popup shows the connection and the controlled tabs; Stop revokes
-// every lease at once (the worker does the work).
+// every lease at once (the worker does the work); the console shows the
+// rest.
 const status = document.getElementById('status');
 const list = document.getElementById('tabs');
 
@@ -17,6 +18,11 @@ async function render() {
 document.getElementById('stop').addEventListener('click', async () => {
   await chrome.runtime.sendMessage({ type: 'popup.stop' });
   await render();
+});
+
+document.getElementById('console').addEventListener('click', async () => {
+  await chrome.runtime.sendMessage({ type: 'popup.console' });
+  window.close();
 });
 
 render();

@@ -6,6 +6,7 @@ import { createTransport } from './transport.js';
 import { CAP, METHOD } from './protocol.js';
 import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
 import { createApprovals, ADMIT_WINDOW } from './approval.js';
+import { createOwner } from './owner.js';
 import * as ax from './ax.js';
 import * as input from './input.js';
 import { checkCdp } from './cdp.js';
@@ -14,7 +15,7 @@ import { capture } from './capture.js';
 import { encodeJpeg } from './image.js';
 
 const CAPABILITIES = [CAP.LEASE_FENCING, CAP.LEASE_TAB_SCOPE, CAP.AX_READ, CAP.AX_FIND, CAP.INPUT_NAMED_KEYS,
-  CAP.FRAMES_LIST, CAP.CAPTURE, CAP.AX_PAGE, CAP.FRAME_READ, CAP.FRAME_INPUT, CAP.ORDERED_IDS];
+  CAP.FRAMES_LIST, CAP.CAPTURE, CAP.AX_PAGE, CAP.FRAME_READ, CAP.FRAME_INPUT, CAP.ORDERED_IDS, CAP.OWNER_CONSOLE];
 const REQUIRED_CAPABILITIES = [CAP.RUNTIME];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
@@ -47,7 +48,7 @@ export function createExtension(chrome, {
   encodeImage = encodeJpeg, // the Node tests pass a recorder: they have no canvas
 } = {}) {
   const identity = browserIdentity(navigator);
-  const approvals = createApprovals({ chrome, timers, uuid });
+  const approvals = createApprovals({ chrome, timers, uuid, now, onChange: () => owner.changed(['questions']) });
   const gates = createGates({ chrome, timers, now, emit: (conn, event, value) => transport.emit(conn, event, value) });
   const transport = createTransport({
     chrome, timers, uuid,
@@ -62,7 +63,10 @@ export function createExtension(chrome, {
       return methods[method](conn, params, signal);
     },
     onClose: (conn) => gates.dropConnection(conn),
+    onEvent: (event, value) => owner.changed(Array.isArray(value?.topics) ? value.topics.filter((t) => typeof t === 'string') : []),
+    onStatus: () => owner.changed(['connection']),
   });
+  const owner = createOwner({ chrome, transport, approvals, gates });
 
   const getTab = (tabId) => orFail(chrome.tabs.get(tabId), 'STALE_TARGET');
 
@@ -311,6 +315,7 @@ export function createExtension(chrome, {
     [METHOD.INPUT_CLICK]: inputMethod('click'),
     [METHOD.INPUT_TEXT]: inputMethod('text'),
     [METHOD.INPUT_KEY]: inputMethod('key'),
+    [METHOD.CONSOLE_OPEN]: () => owner.open(),
   };
   // Every provider method the broker calls (protocol.js) has a handler.
   for (const m of Object.values(METHOD)) {
@@ -329,6 +334,7 @@ export function createExtension(chrome, {
   chrome.debugger.onDetach.addListener(gates.onDetach);
   chrome.tabs.onRemoved.addListener(gates.onTabRemoved);
   chrome.windows.onRemoved.addListener(approvals.onWindowRemoved);
+  chrome.runtime.onConnect.addListener(owner.onConnect);
   chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
     switch (msg?.type) {
       case 'approval.get':
@@ -342,6 +348,9 @@ export function createExtension(chrome, {
         gates.stopAll();
         sendResponse(true);
         return false;
+      case 'popup.console':
+        owner.open().then(() => sendResponse(true), () => sendResponse(false));
+        return true;
     }
     return false;
   });
