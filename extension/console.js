@@ -88,6 +88,8 @@ async function refreshState() {
   }
   renderConnection(s);
   renderMode(s.owner);
+  tabTitles = s.tabs ?? {};
+  renderLog();
   keepFocus(() => {
     renderQuestions(s.questions);
     renderAgents(s.owner?.clients ?? [], s.tabs, s.owner?.services?.browser);
@@ -196,14 +198,14 @@ function renderAgents(clients, tabs, browserStatus) {
           countdown('span', 'left', expires, 'lease'));
       }));
     const stop = el('button', { type: 'button', className: 'stop', textContent: 'Stop' });
-    stop.setAttribute('aria-label', `Stop ${c.label}`);
+    stop.setAttribute('aria-label', `Stop ${c.label}, connection #${c.conn}`);
     stop.dataset.key = `stop-${c.conn}`;
     stop.onclick = async () => {
       const r = await ask({ type: 'stop', conn: c.conn }).catch(() => ({ stopped: 0 }));
       announce(`Stopped ${c.label}: ${r.stopped} lease${r.stopped === 1 ? '' : 's'} ended.`);
     };
     return el('li', { dataset: { conn: c.conn } },
-      el('h3', { textContent: c.label }),
+      el('h3', { textContent: `${c.label} · connection #${c.conn}` }),
       el('p', { className: 'hint', textContent: `${since}${admitted}. ${personal ? 'Personal mode: its claims are not asked.' : ''}` }),
       grants,
       el('div', { className: 'buttons' }, stop));
@@ -237,6 +239,7 @@ setInterval(() => document.querySelectorAll('[data-deadline]').forEach(tick), 10
 // --- the activity log ---
 
 const log = { epoch: null, rev: 0, rows: new Map(), more: false, agents: new Map(), tabs: new Map() };
+let tabTitles = {}; // open tabs by handle: {title, url}, from the worker
 
 function query() {
   return { agent: $('filter-agent').value, tab: $('filter-tab').value };
@@ -274,7 +277,7 @@ function renderLog() {
   const entries = [...log.rows.values()].sort((a, b) => b.id - a.id);
   for (const e of entries) {
     log.agents.set(e.agent, e.agent);
-    log.tabs.set(e.tab, `tab ${tabNumber(e.tab)} · ${e.origin}`);
+    log.tabs.set(e.tab, `${where(e.tab)}${e.origin}`);
   }
   $('log-rows').replaceChildren(...entries.map((e) => {
     const t = Date.parse(e.time);
@@ -282,13 +285,19 @@ function renderLog() {
     return el('tr', { dataset: { id: e.id } },
       el('td', { className: 'time', textContent: clock(t), title: new Date(t).toLocaleString() }),
       el('td', { textContent: e.agent }),
-      el('td', {}, `tab ${tabNumber(e.tab)} · `, el('span', { className: 'origin', textContent: e.origin })),
+      el('td', {}, where(e.tab), el('span', { className: 'origin', textContent: e.origin })),
       el('td', { textContent: describeAction(e) }),
       el('td', { className: cls, textContent: describeResult(e) }));
   }));
   $('log-empty').hidden = entries.length > 0;
   $('older').hidden = !log.more;
   filterOptions();
+}
+
+// where names a tab: its title while it is open, else its number.
+function where(handle) {
+  const title = tabTitles[handle]?.title;
+  return title ? `“${title}” · ` : `tab ${tabNumber(handle)} · `;
 }
 
 // filterOptions lists every agent and tab seen, keeping the selection.

@@ -175,7 +175,7 @@ func describeAction(e activity.Entry) string {
 	return b.String()
 }
 
-// describeResult says how an entry ended.
+// describeResult says how an entry ended (the console says the same).
 func describeResult(e activity.Entry) string {
 	switch e.State {
 	case activity.StateRunning:
@@ -183,17 +183,28 @@ func describeResult(e activity.Entry) string {
 	case activity.StateInterrupted:
 		return "interrupted: the broker stopped before the outcome was recorded; the input may have happened"
 	}
-	s := e.Outcome
+	code := ""
 	if e.Code != "" {
-		s += " " + e.Code
+		code = " (" + e.Code + ")"
 	}
-	switch e.Dispatch {
-	case "notDispatched":
-		s += " (nothing was sent to the page)"
-	case "dispatched":
-		s += " (sent to the page; not seen since)"
+	if e.Dispatch == "notDispatched" {
+		if e.Outcome == "cancelled" {
+			return "cancelled: nothing was sent to the page" + code
+		}
+		return "refused: nothing was sent to the page" + code
 	}
-	return s
+	switch e.Outcome {
+	case "succeeded":
+		return "done, and the expected result appeared"
+	case "failed":
+		return "done, but the expected result did not appear" + code
+	case "cancelled":
+		return "cancelled after it was sent to the page" + code
+	}
+	if e.Dispatch == "observed" {
+		return "done (the agent asked for no check)"
+	}
+	return "sent to the page; what it did is not known" + code
 }
 
 const consoleSynopsis = `console [flags]

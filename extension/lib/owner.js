@@ -7,6 +7,7 @@
 // then asks again: nothing is polled, and no page content is ever sent.
 import { CodeError, fail, isObject } from './errors.js';
 import { OWNER } from './protocol.js';
+import { isHttp } from './gate.js';
 
 export const CONSOLE_PAGE = 'console.html';
 export const CONSOLE_PORT = 'console';
@@ -26,14 +27,16 @@ export function createOwner({ chrome, transport, approvals, gates }) {
     }
   }
 
-  // titles names the tabs this browser has under a lease, for the console
-  // (the grants carry tab handles only).
+  // titles names this browser's open web tabs by their handles, for the
+  // console (grants and log entries carry tab handles only). It is shown
+  // live, never stored.
   async function titles() {
     const out = {};
-    await Promise.all(gates.list().map(async (g) => {
-      const tab = await chrome.tabs.get(g.tabId).catch(() => undefined);
-      if (tab) out[g.handle] = { title: tab.title ?? '', url: tab.url ?? '' };
-    }));
+    const instance = transport.instance();
+    if (!instance) return out;
+    for (const t of await chrome.tabs.query({})) {
+      if (isHttp(t.url)) out[`${instance}:${t.id}`] = { title: t.title ?? '', url: t.url };
+    }
     return out;
   }
 

@@ -219,7 +219,10 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
     return current.personal ? 'Connected · Personal' : 'Connected';
   }
 
-  return { connect, emit, status, call };
+  // instance is the current connection's instance ID once welcomed.
+  const instance = () => (current?.welcomed ? current.instanceId : undefined);
+
+  return { connect, emit, status, call, instance };
 }
 
 function success(id, value) {

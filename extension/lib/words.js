@@ -51,10 +51,14 @@ export function describeAction(e) {
 export function describeResult(e) {
   if (e.state === 'running') return 'in progress';
   if (e.state === 'interrupted') return 'interrupted: the broker stopped before the outcome was recorded; the input may have happened';
-  let s = e.outcome + (e.code ? ` (${e.code})` : '');
-  if (e.dispatch === 'notDispatched') s += ' — nothing was sent to the page';
-  if (e.dispatch === 'dispatched') s += ' — sent to the page, not seen since';
-  return s;
+  const code = e.code ? ` (${e.code})` : '';
+  if (e.dispatch === 'notDispatched') return `${e.outcome === 'cancelled' ? 'cancelled' : 'refused'}: nothing was sent to the page${code}`;
+  switch (e.outcome) {
+    case 'succeeded': return 'done, and the expected result appeared';
+    case 'failed': return `done, but the expected result did not appear${code}`;
+    case 'cancelled': return `cancelled after it was sent to the page${code}`;
+  }
+  return e.dispatch === 'observed' ? 'done (the agent asked for no check)' : `sent to the page; what it did is not known${code}`;
 }
 
 // admissionWords says where a client stands with the owner.

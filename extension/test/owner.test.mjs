@@ -64,7 +64,8 @@ test('console state: the broker is asked for owner.state, with ordered IDs, and 
   const state = { version: 'v', admission: 'open', clients: [], services: {} };
   t.port.receive({ type: 'response', id: '1', ok: true, value: state });
   const r = await settle(() => p.reply(1));
-  assert.deepEqual(r, { id: 1, ok: true, value: { connection: 'Connected', owner: state, code: null, questions: [], tabs: {} } });
+  assert.deepEqual(r, { id: 1, ok: true, value: { connection: 'Connected', owner: state, code: null, questions: [],
+    tabs: { [`${t.instanceId}:1`]: { title: 'Inbox', url: 'https://a.test/x' } } } });
   assert.equal(t.port.disconnected, false);
 
   // A refusal reaches the console as a code; IDs keep increasing.
@@ -197,7 +198,10 @@ test('words for the owner: what an agent may do, for how long, what it did', asy
   assert.equal(w.describeAction({ kind: 'press', role: 'button', name: 'Go', key: 'Enter', step: 1 }), 'batch step 2: press Enter on button “Go”');
   assert.equal(w.describeAction({ kind: 'click' }), 'click an element no longer on the page');
   assert.equal(w.describeResult({ state: 'done', outcome: 'failed', dispatch: 'notDispatched', code: 'STALE_TARGET' }),
-    'failed (STALE_TARGET) — nothing was sent to the page');
+    'refused: nothing was sent to the page (STALE_TARGET)');
+  assert.equal(w.describeResult({ state: 'done', outcome: 'unknown', dispatch: 'observed' }), 'done (the agent asked for no check)');
+  assert.equal(w.describeResult({ state: 'done', outcome: 'unknown', dispatch: 'dispatched', code: 'INTERNAL_ERROR' }),
+    'sent to the page; what it did is not known (INTERNAL_ERROR)');
   assert.match(w.describeResult({ state: 'interrupted' }), /the input may have happened/);
   assert.equal(w.tabNumber('abc:12'), '12');
 });
