@@ -157,10 +157,7 @@ func (s *Server) ownerState(_ context.Context, params json.RawMessage) (any, err
 	}
 	st := &OwnerState{Version: s.cfg.Version, Admission: s.cfg.Admission, Clients: []OwnerClient{},
 		Services: make(map[string]json.RawMessage), Journal: s.journalStatus()}
-	if s.activity != nil {
-		ls := s.activity.Status()
-		st.Log = &ls
-	}
+	st.Log = s.activityStatus()
 	for kind, svc := range s.kinds {
 		raw, err := json.Marshal(svc.Status())
 		if err != nil {
@@ -186,6 +183,15 @@ func (s *Server) ownerState(_ context.Context, params json.RawMessage) (any, err
 		st.Clients = append(st.Clients, c)
 	}
 	return st, nil
+}
+
+// activityStatus is the activity log's state, or nil without one.
+func (s *Server) activityStatus() *activity.Status {
+	if s.activity == nil {
+		return nil
+	}
+	st := s.activity.Status()
+	return &st
 }
 
 // clientPeers returns the welcomed clients, by connection number.
