@@ -210,6 +210,7 @@ type JournalStatus struct {
 	Uncertain int    `json:"uncertain"` // intent recorded, outcome never recorded
 	Problem   string `json:"problem,omitempty"`
 	Fix       string `json:"fix,omitempty"`
+	Notice    string `json:"notice,omitempty"` // though available: an old journal set aside
 }
 
 func (s *Server) journalStatus() *JournalStatus {
@@ -217,7 +218,7 @@ func (s *Server) journalStatus() *JournalStatus {
 		return nil
 	}
 	st := s.journal.Status()
-	js := &JournalStatus{Path: st.Path, Entries: st.Entries, Uncertain: st.Reserved}
+	js := &JournalStatus{Path: st.Path, Entries: st.Entries, Uncertain: st.Reserved, Notice: st.Notice}
 	if st.Problem != nil {
 		js.Problem, js.Fix = st.Problem.Reason, st.Problem.Fix
 	}

@@ -211,7 +211,9 @@ func New(cfg Config) (*Server, error) {
 			lock.Close()
 			return nil, fmt.Errorf("create the state directory: %w", err)
 		}
-		s.journal = journal.Open(filepath.Join(cfg.StateDir, paths.JournalName), token, journal.Options{Logger: cfg.Logger})
+		// The token only lets the journal migrate one written before it had
+		// a key of its own.
+		s.journal = journal.Open(filepath.Join(cfg.StateDir, paths.JournalName), journal.Options{LegacySecret: token, Logger: cfg.Logger})
 		if p := s.journal.Err(); p != nil {
 			s.log.Error("the action journal is unavailable: actions are refused until it is fixed", "reason", p.Reason, "fix", p.Fix)
 		}

@@ -69,12 +69,13 @@ var costOps = []struct {
 			fdatasync(b, f)
 		}
 	}},
-	// The I/O of one bbolt commit, which a Reserve or a Settle is: the
+	// The I/O of one bbolt commit, which a Reserve or a Settle was before
+	// the journal had a write-ahead log (a checkpoint is one now): the
 	// dirty pages, fdatasync, then one of the two meta pages, fdatasync.
-	// strace of op=reserve-settle shows about 6 page writes per commit: 5
-	// dirty pages (leaf, branch, bucket root, freelist) and the meta page.
-	// Here the 5 pages rotate over 20 pages written before, as bbolt's
-	// freelist reuses pages.
+	// strace of the old op=reserve-settle showed about 6 page writes per
+	// commit: 5 dirty pages (leaf, branch, bucket root, freelist) and the
+	// meta page. Here the 5 pages rotate over 20 pages written before, as
+	// bbolt's freelist reuses pages.
 	{"commit-io", func(b *testing.B) func(int) {
 		f := syncFile(b)
 		page := make([]byte, 4096)

@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/dsh-browser/broker/wire"
 )
@@ -74,4 +75,9 @@ func (e *DuplicateError) Error() string {
 // internalf is an invariant violation by the caller (INTERNAL_ERROR).
 func internalf(format string, args ...any) error {
 	return fmt.Errorf("%w: journal: %s", wire.Err(wire.CodeInternalError), fmt.Sprintf(format, args...))
+}
+
+// isDiskFull reports whether err says the disk or the user's quota is full.
+func isDiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }

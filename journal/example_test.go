@@ -14,7 +14,8 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "journal") // a private (0700) directory
 	defer os.RemoveAll(dir)
-	j := journal.Open(filepath.Join(dir, "action-journal.db"), []byte("the broker's auth token"), journal.Options{})
+	// Creates journal.db, its key journal.key and its log journal.wal.
+	j := journal.Open(filepath.Join(dir, "journal.db"), journal.Options{})
 	defer j.Close()
 	if p := j.Err(); p != nil {
 		fmt.Println(p.Reason, "; to fix:", p.Fix)

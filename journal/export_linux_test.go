@@ -6,14 +6,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BreakWrites replaces the descriptor bbolt writes through with a read-only
-// one on the same file: reads (through the memory map) keep working, every
-// write fails as a failing disk would.
+// BreakWrites replaces the descriptors the journal writes through (its log
+// and bbolt's file) with read-only ones on the same files: reads keep
+// working, every write fails as a failing disk would.
 func BreakWrites(j *Journal) error {
-	ro, err := os.Open(j.path)
-	if err != nil {
-		return err
+	for _, f := range []*os.File{j.wal.f, j.file} {
+		ro, err := os.Open(f.Name())
+		if err != nil {
+			return err
+		}
+		err = unix.Dup3(int(ro.Fd()), int(f.Fd()), unix.O_CLOEXEC)
+		ro.Close()
+		if err != nil {
+			return err
+		}
 	}
-	defer ro.Close()
-	return unix.Dup3(int(ro.Fd()), int(j.file.Fd()), unix.O_CLOEXEC)
+	return nil
 }

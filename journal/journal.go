@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +15,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +37,11 @@ const CompactInterval = time.Hour
 
 // Options tune a Journal. The zero value gives the defaults.
 type Options struct {
+	// LegacySecret is the secret a journal of the first format was keyed
+	// with: the broker's auth token. It is used only to migrate such a
+	// journal (see "Keys and migration" in the package doc); nil sets any
+	// such journal aside.
+	LegacySecret []byte
 	// MaxEntries caps the records kept (DefaultMaxEntries).
 	MaxEntries int
 	// MaxBytes caps the bytes of the records kept, keys and values
@@ -45,30 +53,58 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives problems and compaction results (discarded if nil).
 	Logger *slog.Logger
+
+	walSize int64 // of a new write-ahead log (defaultWALSize); tests set it
 }
 
 // Journal is the durable action journal. Its methods are safe for
 // concurrent use; Reserve, Settle and Compact block on disk I/O.
 type Journal struct {
-	path   string
-	secret []byte
-	opts   Options
-	log    *slog.Logger
+	path string
+	opts Options
+	log  *slog.Logger
 
-	// wmu serializes the writers: Reserve, Settle, Compact and Close. It is
-	// held across a bbolt write transaction. Lock order: wmu, then bbolt's
-	// own locks, then mu.
-	wmu  sync.Mutex
+	key  []byte   // from the key file; set once by Open
 	db   *bolt.DB // nil when Open failed; set once by Open
 	file *os.File // the file bbolt opened (tests break it to make writes fail)
+
+	// The group commit (commit.go). wmu serializes writes to the files:
+	// appending a frame, a checkpoint, closing. It guards the fields up to
+	// closed. Lock order: wmu, smu, mu.
+	wmu     sync.Mutex
+	wal     *wal
+	written map[[keySize]byte][]byte // values in the log since the last checkpoint
+	buf     []byte                   // the frame being written
+	closed  bool
+
+	// smu guards the sync state; scond signals a sync's end.
+	smu     sync.Mutex
+	scond   *sync.Cond
+	syncing bool         // a sync of the log is in progress
+	frames  uint64       // frames written to the log, all generations
+	durable uint64       // of those, how many are on disk (synced or checkpointed)
+	syncs   atomic.Int64 // of the log, for tests and benchmarks
 
 	// mu guards the fields below. It is a leaf: no I/O and no other lock
 	// while it is held.
 	mu       sync.Mutex
 	problem  *Problem // non-nil: unavailable, for good (until restart)
-	entries  int      // records stored
-	reserved int      // records in StateReserved
-	bytes    int64    // key + value bytes of the records stored
+	notice   string   // for the user, though the journal is available
+	index    map[[keySize]byte]entry
+	entries  int   // records stored
+	reserved int   // records in StateReserved
+	bytes    int64 // key + value bytes of the records stored
+	// legacy is the auth token that keys the records a migration kept,
+	// while they can still be found: the caller supplied that token, and
+	// migratedAt is within Retention. Nil otherwise.
+	legacy     []byte
+	migratedAt time.Time // zero once the "legacy" metadata is gone
+}
+
+// entry is a record as the index holds it, with its size on disk.
+type entry struct {
+	rec  Record
+	size int64 // key + value bytes
 }
 
 // Status is the journal's state for `broker status`.
@@ -78,17 +114,22 @@ type Status struct {
 	Reserved int      `json:"reserved"` // of which uncertain: reserved, no outcome recorded
 	Bytes    int64    `json:"bytes"`    // record bytes counted against MaxBytes
 	Problem  *Problem `json:"problem,omitempty"`
+	// Notice is something the user should know though the journal works,
+	// such as an old journal that was set aside.
+	Notice string `json:"notice,omitempty"`
 }
 
-// Open opens the journal at path, creating it if it does not exist, and
-// verifies every record. It never returns nil: if anything is wrong the
-// Journal is unavailable, [Journal.Err] says why and how to fix it, and
-// Lookup, Reserve and Settle fail with JOURNAL_UNAVAILABLE.
+// Open opens the journal at path, with its key and write-ahead log beside
+// it ([KeyPath], [WALPath]), creating all three if there is no journal,
+// and verifies every record. It never returns nil: if anything is wrong
+// the Journal is unavailable, [Journal.Err] says why and how to fix it,
+// and Lookup, Reserve and Settle fail with JOURNAL_UNAVAILABLE.
 //
-// secret keys every MAC and hash in the file; opening with another secret
-// than the file was written with makes the journal unavailable. Open
+// A journal of the first format, keyed by the auth token, is migrated if
+// it verifies under opts.LegacySecret and set aside otherwise ([Status]
+// Notice says so). Open replays the write-ahead log, then checkpoints and
 // compacts once before returning.
-func Open(path string, secret []byte, opts Options) *Journal {
+func Open(path string, opts Options) *Journal {
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = DefaultMaxEntries
 	}
@@ -104,14 +145,20 @@ func Open(path string, secret []byte, opts Options) *Journal {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	j := &Journal{path: path, secret: bytes.Clone(secret), opts: opts, log: opts.Logger.With("journal", path)}
+	if opts.walSize == 0 {
+		opts.walSize = DefaultWALSize
+	}
+	j := &Journal{path: path, opts: opts, log: opts.Logger.With("journal", path),
+		written: map[[keySize]byte][]byte{}, index: map[[keySize]byte]entry{}}
+	j.scond = sync.NewCond(&j.smu)
 	if p := j.open(); p != nil {
+		j.closeFiles()
 		j.problem = p
 		j.log.Error("journal unavailable", "reason", p.Reason, "fix", p.Fix, "err", p.Cause)
 		return j
 	}
-	if _, err := j.Compact(); err != nil {
-		return j // poisoned, logged
+	if j.notice != "" {
+		j.log.Warn(j.notice)
 	}
 	st := j.Status()
 	j.log.Info("journal open", "entries", st.Entries, "reserved", st.Reserved)
@@ -119,25 +166,65 @@ func Open(path string, secret []byte, opts Options) *Journal {
 }
 
 func (j *Journal) open() *Problem {
-	if len(j.secret) == 0 {
-		return &Problem{Reason: "the journal has no secret to key its records with", Fix: fixRestart}
-	}
 	if p := checkDir(filepath.Dir(j.path)); p != nil {
 		return p
 	}
-	before, err := os.Lstat(j.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := create(j.path, j.secret); err != nil {
-			return openProblem(j.path, err)
-		}
-		if before, err = os.Lstat(j.path); err != nil {
-			return openProblem(j.path, err)
-		}
-	case err != nil:
+	fi, err := os.Lstat(j.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return openProblem(j.path, err)
 	}
-	if p := checkFile(j.path, before); p != nil {
+	if err == nil {
+		if p := j.openDB(fi); p != nil {
+			return p
+		}
+		if p := j.fromLegacy(); p != nil {
+			return p
+		}
+	}
+	if j.db == nil {
+		if p := j.create(); p != nil {
+			return p
+		}
+	}
+	if j.key == nil {
+		key, p, err := loadKey(KeyPath(j.path))
+		if errors.Is(err, fs.ErrNotExist) {
+			return &Problem{Reason: fmt.Sprintf("%s %s is missing, so the journal's records cannot be verified", whatKey, KeyPath(j.path)),
+				Fix: fixReset, Cause: err}
+		}
+		if p != nil {
+			return p
+		}
+		j.key = key
+	}
+	meta, p := j.verify()
+	if p != nil {
+		return p
+	}
+	w, p := openWAL(WALPath(j.path), 0)
+	if p != nil {
+		return p
+	}
+	j.wal = w
+	if w.size != meta.walSize {
+		return &Problem{Reason: fmt.Sprintf("%s %s has %d bytes, where the journal recorded %d: it was truncated or replaced", whatWAL, w.path, w.size, meta.walSize),
+			Fix: fixReset}
+	}
+	w.gen = meta.gen
+	if p := j.replay(); p != nil {
+		return p
+	}
+	if _, err := j.checkpoint(true); err != nil {
+		return j.state()
+	}
+	return nil
+}
+
+// openDB opens the existing journal file: the checks on the name, bbolt's
+// open (which takes the file lock), and the same checks on what was
+// opened, which must still be what the name refers to.
+func (j *Journal) openDB(before fs.FileInfo) *Problem {
+	if p := checkFile(whatDB, j.path, before); p != nil {
 		return p
 	}
 	if before.Size() == 0 {
@@ -149,25 +236,25 @@ func (j *Journal) open() *Problem {
 	if err != nil {
 		return openProblem(j.path, err)
 	}
-	// The checks above were on the name; these are on what was opened.
+	// The checks above were on the name; these are on what was opened,
+	// after its lock was taken: another broker may have replaced the file
+	// (a migration) while this one waited.
 	after, err := f.Stat()
 	if err == nil && !os.SameFile(before, after) {
 		err = errors.New("the file changed while it was opened")
+	}
+	if now, lerr := os.Lstat(j.path); err == nil && (lerr != nil || !os.SameFile(now, after)) {
+		err = errors.New("the file was replaced while it was opened")
 	}
 	if err != nil {
 		db.Close()
 		return openProblem(j.path, err)
 	}
-	if p := checkFile(j.path, after); p != nil {
+	if p := checkFile(whatDB, j.path, after); p != nil {
 		db.Close()
 		return p
 	}
 	j.db, j.file = db, f
-	if p := j.verify(after.Size()); p != nil {
-		db.Close()
-		j.db = nil
-		return p
-	}
 	return nil
 }
 
@@ -195,49 +282,82 @@ func openBolt(path string) (db *bolt.DB, f *os.File, err error) {
 	return db, f, err
 }
 
-// create makes a new, empty journal at path. It is built under a temporary
-// name and linked into place, so a crash never leaves a half-made journal
-// at path; link (unlike rename) never replaces a journal that appeared
-// meanwhile.
-func create(path string, secret []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.new") // mode 0600
-	if err != nil {
-		return err
+// create makes a new, empty journal: first its key, then its log, each
+// durable before the journal file that refers to them is linked into
+// place. A crash part way leaves a key or a log without a journal, which
+// the next Open uses; never a journal without its key.
+func (j *Journal) create() *Problem {
+	key, p := loadOrCreateKey(KeyPath(j.path))
+	if p != nil {
+		return p
 	}
-	name := tmp.Name()
-	tmp.Close()
-	defer os.Remove(name)
-	db, err := bolt.Open(name, 0o600, &bolt.Options{Timeout: lockTimeout, OpenFile: openNoFollow})
-	if err != nil {
-		return err
+	j.key = key
+	w, p := openWAL(WALPath(j.path), j.opts.walSize)
+	if p != nil {
+		return p
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucket(bucketRecords); err != nil {
-			return err
-		}
-		meta, err := tx.CreateBucket(bucketMeta)
+	defer w.f.Close()
+	// A random first generation: frames left in an old log by a journal
+	// that was deleted are never replayed into this one.
+	var gen [8]byte
+	rand.Read(gen[:])
+	err := createFile(j.path, func(f *os.File) error {
+		db, err := bolt.Open(f.Name(), 0o600, &bolt.Options{Timeout: lockTimeout, OpenFile: openNoFollow})
 		if err != nil {
 			return err
 		}
-		if err := meta.Put(metaFormat, []byte(format)); err != nil {
-			return err
+		err = db.Update(func(tx *bolt.Tx) error {
+			if _, err := tx.CreateBucket(bucketRecords); err != nil {
+				return err
+			}
+			meta, err := tx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			if err := meta.Put(metaFormat, []byte(format)); err != nil {
+				return err
+			}
+			if err := meta.Put(metaCheck, checkValue(key, format)); err != nil {
+				return err
+			}
+			return meta.Put(metaWAL, walMeta(key, binary.BigEndian.Uint64(gen[:])>>1, w.size))
+		})
+		if cerr := db.Close(); err == nil {
+			err = cerr
 		}
-		return meta.Put(metaCheck, checkValue(secret))
+		return err
 	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
+	if err != nil && !errors.Is(err, fs.ErrExist) { // ErrExist: another broker made one; open that
+		return createProblem(whatDB, j.path, err)
 	}
+	fi, err := os.Lstat(j.path)
 	if err != nil {
-		return err
+		return openProblem(j.path, err)
 	}
-	if err := os.Link(name, path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	return j.openDB(fi)
+}
+
+// openWAL opens the write-ahead log at path, creating it with create
+// bytes if it is missing and create > 0.
+func openWAL(path string, create int64) (*wal, *Problem) {
+	f, fi, p, err := openChecked(whatWAL, path, os.O_RDWR)
+	if errors.Is(err, fs.ErrNotExist) && create > 0 {
+		if err := createWAL(path, create); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, createProblem(whatWAL, path, err)
+		}
+		f, fi, p, err = openChecked(whatWAL, path, os.O_RDWR)
 	}
-	if err := os.Remove(name); err != nil {
-		return err
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Problem{Reason: fmt.Sprintf("%s %s is missing: actions recorded only there would be forgotten", whatWAL, path), Fix: fixReset, Cause: err}
 	}
-	return syncDir(dir)
+	if p != nil {
+		return nil, p
+	}
+	if n := fi.Size(); n < minWALSize || n > maxWALSize || n%frameAlign != 0 {
+		f.Close()
+		return nil, &Problem{Reason: fmt.Sprintf("%s %s has %d bytes: it is not a journal log", whatWAL, path, n), Fix: fixReset}
+	}
+	return &wal{path: path, f: f, fd: int(f.Fd()), size: fi.Size()}, nil
 }
 
 // openProblem explains a failure to open the file.
@@ -250,7 +370,7 @@ func openProblem(path string, err error) *Problem {
 		return &Problem{Reason: fmt.Sprintf("the journal file %s is a symbolic link, which the broker refuses to follow", path), Fix: fixReset, Cause: err}
 	case errors.Is(err, fs.ErrPermission):
 		return &Problem{Reason: fmt.Sprintf("the journal file %s cannot be opened: permission denied", path), Fix: fixReset, Cause: err}
-	case errors.Is(err, syscall.ENOSPC):
+	case isDiskFull(err):
 		return &Problem{Reason: fmt.Sprintf("the disk is full: the journal %s cannot be created", path), Fix: fixDisk, Cause: err}
 	case fault,
 		errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
@@ -261,22 +381,38 @@ func openProblem(path string, err error) *Problem {
 	return &Problem{Reason: fmt.Sprintf("the journal %s cannot be opened", path), Fix: fixReset, Cause: err}
 }
 
+// fileMeta is what verify reads from the "meta" bucket.
+type fileMeta struct {
+	gen        uint64 // the write-ahead log's current generation
+	walSize    int64
+	legacy     []byte // the check value of the auth token a migration kept records under
+	migratedAt time.Time
+}
+
 // verify checks the whole file in one read transaction: its size, its
-// buckets, the secret, every record's MAC and shape, and bbolt's own
-// consistency check. It sets the counters.
-func (j *Journal) verify(fileSize int64) *Problem {
+// buckets, its format, the secret it was written with, every record's MAC
+// and shape, and bbolt's own consistency check. The legacy format is
+// checked under the legacy secret, and its records are only counted; the
+// current one under the key, and its records fill the index.
+func (j *Journal) verify() (fileMeta, *Problem) {
+	return j.verifyAs(format, j.key)
+}
+
+func (j *Journal) verifyAs(f string, secret []byte) (m fileMeta, p *Problem) {
 	corrupt := func(what string, cause error) *Problem {
 		return &Problem{Reason: fmt.Sprintf("the journal file %s %s", j.path, what), Fix: fixReset, Cause: cause}
 	}
-	var p *Problem
-	var entries, reserved int
-	var size int64
-	err := guard(func() error {
+	fi, err := j.file.Stat()
+	if err != nil {
+		return m, corrupt("cannot be read", err)
+	}
+	index := map[[keySize]byte]entry{}
+	err = guard(func() error {
 		return j.db.View(func(tx *bolt.Tx) error {
 			// Pages past the end of the file would fault (and their
 			// records are lost): a truncated file.
-			if need := tx.Size(); need > fileSize {
-				p = corrupt(fmt.Sprintf("is truncated: it has %d bytes, its database needs %d", fileSize, need), nil)
+			if need := tx.Size(); need > fi.Size() {
+				p = corrupt(fmt.Sprintf("is truncated: it has %d bytes, its database needs %d", fi.Size(), need), nil)
 				return nil
 			}
 			// Everything at the top level must be ours.
@@ -295,17 +431,16 @@ func (j *Journal) verify(fileSize int64) *Problem {
 				p = corrupt("is not a broker journal (its buckets are missing)", nil)
 				return nil
 			}
-			if f := meta.Get(metaFormat); !bytes.Equal(f, []byte(format)) {
-				p = corrupt(fmt.Sprintf("has format %q; this broker reads %q", f, format), nil)
+			if got := meta.Get(metaFormat); !bytes.Equal(got, []byte(f)) {
+				p = corrupt(fmt.Sprintf("has format %q; this broker reads %q", got, format), nil)
 				return nil
 			}
-			if !hmac.Equal(meta.Get(metaCheck), checkValue(j.secret)) {
-				p = &Problem{Reason: fmt.Sprintf("the journal %s was written with a different secret (the broker's auth token changed), so its records cannot be verified", j.path),
+			if !hmac.Equal(meta.Get(metaCheck), checkValue(secret, f)) {
+				p = &Problem{Reason: fmt.Sprintf("the journal %s was written with another key than %s, so its records cannot be verified", j.path, KeyPath(j.path)),
 					Fix: fixReset}
 				return nil
 			}
-			if n := meta.Stats().KeyN; n != 2 {
-				p = corrupt(fmt.Sprintf("has %d metadata entries, want 2", n), nil)
+			if p = j.readMeta(meta, f, &m); p != nil {
 				return nil
 			}
 			err = recs.ForEach(func(k, v []byte) error {
@@ -315,15 +450,11 @@ func (j *Journal) verify(fileSize int64) *Problem {
 				if len(k) != keySize {
 					return fmt.Errorf("a record key of %d bytes", len(k))
 				}
-				r, err := decodeValue(j.secret, k, v)
+				r, err := decodeValue(secret, k, v)
 				if err != nil {
 					return err
 				}
-				entries++
-				size += int64(len(k) + len(v))
-				if r.State == StateReserved {
-					reserved++
-				}
+				index[[keySize]byte(k)] = entry{rec: r, size: int64(len(k) + len(v))}
 				return nil
 			})
 			if errors.Is(err, errMAC) {
@@ -342,15 +473,233 @@ func (j *Journal) verify(fileSize int64) *Problem {
 		})
 	})
 	if err != nil {
-		return corrupt("cannot be read (it is truncated or corrupt)", err)
+		return m, corrupt("cannot be read (it is truncated or corrupt)", err)
 	}
+	if p != nil || f != format {
+		return m, p
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for k, e := range index {
+		j.putLocked(k, e)
+	}
+	j.migratedAt = m.migratedAt
+	if m.legacy != nil && j.opts.LegacySecret != nil && hmac.Equal(m.legacy, checkValue(j.opts.LegacySecret, legacyFormat)) {
+		j.legacy = bytes.Clone(j.opts.LegacySecret)
+	}
+	return m, nil
+}
+
+// readMeta checks the "meta" bucket of a file of format f beyond its
+// format and check: the first format has nothing else; the current one a
+// sealed "wal" value and maybe a sealed "legacy" one.
+func (j *Journal) readMeta(meta *bolt.Bucket, f string, m *fileMeta) *Problem {
+	corrupt := func(what string) *Problem {
+		return &Problem{Reason: fmt.Sprintf("the journal file %s %s", j.path, what), Fix: fixReset}
+	}
+	want := 2
+	if f == format {
+		var ok bool
+		if m.gen, m.walSize, ok = parseWALMeta(j.key, meta.Get(metaWAL)); !ok {
+			return corrupt("was changed outside the broker: its log metadata failed its integrity check")
+		}
+		want++
+		if v := meta.Get(metaLegacy); v != nil {
+			data, ok := openMeta(j.key, metaLegacy, v, macSize+8)
+			if !ok {
+				return corrupt("was changed outside the broker: its migration metadata failed its integrity check")
+			}
+			m.legacy = bytes.Clone(data[:macSize])
+			m.migratedAt = time.Unix(0, int64(binary.BigEndian.Uint64(data[macSize:]))).UTC()
+			want++
+		}
+	}
+	if n := meta.Stats().KeyN; n != want {
+		return corrupt(fmt.Sprintf("has %d metadata entries, want %d", n, want))
+	}
+	return nil
+}
+
+// fromLegacy handles an open journal file of the first format, keyed by
+// the auth token. If it verifies under Options.LegacySecret it is migrated
+// in place; if that secret is not the one it was written with (the token
+// changed: a reboot wiped the runtime directory), it is moved aside, never
+// trusted, and j.db is left nil for a new journal. Any other format is
+// left to verify.
+func (j *Journal) fromLegacy() *Problem {
+	var f []byte
+	err := guard(func() error {
+		return j.db.View(func(tx *bolt.Tx) error {
+			if meta := tx.Bucket(bucketMeta); meta != nil {
+				f = bytes.Clone(meta.Get(metaFormat))
+			}
+			return nil
+		})
+	})
+	if err != nil || string(f) != legacyFormat {
+		return nil
+	}
+	if len(j.opts.LegacySecret) > 0 {
+		check := checkValue(j.opts.LegacySecret, legacyFormat)
+		var ok bool
+		guard(func() error {
+			return j.db.View(func(tx *bolt.Tx) error {
+				ok = hmac.Equal(tx.Bucket(bucketMeta).Get(metaCheck), check)
+				return nil
+			})
+		})
+		if ok {
+			return j.migrate()
+		}
+	}
+	// Still holding the file's lock, so no other broker is migrating it.
+	moved, err := moveAside([]string{j.path}, "legacy", j.now())
+	j.db.Close()
+	j.db, j.file = nil, nil
+	if err != nil {
+		return &Problem{Reason: fmt.Sprintf("the journal %s was keyed by an auth token this broker no longer has, and it cannot be moved aside", j.path),
+			Fix: fixReset, Cause: err}
+	}
+	j.notice = fmt.Sprintf("the journal %s was keyed by an auth token this broker no longer has (its runtime directory was made anew, by a reboot or a logout), "+
+		"so its records cannot be verified: it was moved to %s and a new journal started; retries of actions from before are not recognized", j.path, moved[0])
+	return nil
+}
+
+// migrate rewrites a journal of the first format, verified under the
+// legacy secret, to the current format in one bbolt transaction: every
+// record is resealed under the journal's key, after the key and the log
+// are durable. A record keeps its database key, a MAC of its action's
+// identity under the auth token that cannot be recomputed without it; so
+// these records are found only while the broker runs with that token, and
+// are compacted after Retention like any other.
+func (j *Journal) migrate() *Problem {
+	secret := j.opts.LegacySecret
+	if _, p := j.verifyAs(legacyFormat, secret); p != nil {
+		return p
+	}
+	key, p := loadOrCreateKey(KeyPath(j.path))
 	if p != nil {
 		return p
 	}
-	j.mu.Lock()
-	j.entries, j.reserved, j.bytes = entries, reserved, size
-	j.mu.Unlock()
+	w, p := openWAL(WALPath(j.path), j.opts.walSize)
+	if p != nil {
+		return p
+	}
+	w.f.Close()
+	var gen [8]byte
+	rand.Read(gen[:])
+	legacy := binary.BigEndian.AppendUint64(checkValue(secret, legacyFormat), uint64(j.now().UnixNano()))
+	err := guard(func() error {
+		return j.db.Update(func(tx *bolt.Tx) error {
+			recs, meta := tx.Bucket(bucketRecords), tx.Bucket(bucketMeta)
+			type kv struct{ k, v []byte }
+			var all []kv
+			err := recs.ForEach(func(k, v []byte) error {
+				r, err := decodeValue(secret, k, v)
+				if err != nil {
+					return err
+				}
+				nv, err := encodeValue(key, k, &r)
+				all = append(all, kv{bytes.Clone(k), nv})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			for _, e := range all {
+				if err := recs.Put(e.k, e.v); err != nil {
+					return err
+				}
+			}
+			for _, e := range []kv{
+				{metaFormat, []byte(format)},
+				{metaCheck, checkValue(key, format)},
+				{metaWAL, walMeta(key, binary.BigEndian.Uint64(gen[:])>>1, w.size)},
+				{metaLegacy, sealMeta(key, metaLegacy, legacy)},
+			} {
+				if err := meta.Put(e.k, e.v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return &Problem{Reason: fmt.Sprintf("the journal %s cannot be migrated to the current format", j.path), Fix: fixReset, Cause: err}
+	}
+	j.key = key
+	j.log.Info("journal migrated: its records are now keyed by its own key", "key", KeyPath(j.path))
 	return nil
+}
+
+// replay applies the write-ahead log's frames of the current generation to
+// the index, checking that they continue the file's records legally.
+func (j *Journal) replay() *Problem {
+	damaged := func(what string, err error) *Problem {
+		return &Problem{Reason: fmt.Sprintf("%s %s %s", whatWAL, j.wal.path, what), Fix: fixReset, Cause: err}
+	}
+	end, seq, err := readWAL(j.wal.f, j.wal.size, j.key, j.wal.gen, func(e walEntry) error {
+		r, err := decodeValue(j.key, e.key, e.val)
+		if err != nil {
+			return err
+		}
+		k := [keySize]byte(e.key)
+		j.mu.Lock()
+		old, had := j.index[k]
+		j.mu.Unlock()
+		switch {
+		case r.State == StateReserved && had:
+			return errors.New("a second reservation of one action")
+		case r.State == StateSettled && !(had && old.rec.State == StateReserved && old.rec.Hash == r.Hash &&
+			old.rec.Kind == r.Kind && old.rec.ReservedAt.Equal(r.ReservedAt)):
+			return errors.New("an outcome without its reservation")
+		}
+		j.put(k, entry{rec: r, size: int64(len(e.key) + len(e.val))})
+		j.written[k] = bytes.Clone(e.val)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errMAC):
+		return damaged("was changed outside the broker: a record failed its integrity check", err)
+	case errors.Is(err, errWALDamaged):
+		return damaged("is damaged: a frame before its end failed its integrity check", err)
+	case err != nil:
+		return damaged("holds a record that is not legal", err)
+	}
+	if seq > 0 { // a crash: the checkpoint that follows writes them to the database
+		j.log.Info("journal log replayed", "frames", seq, "bytes", end)
+	}
+	return nil
+}
+
+// put sets the index entry of k, keeping the counters.
+func (j *Journal) put(k [keySize]byte, e entry) {
+	j.mu.Lock()
+	j.putLocked(k, e)
+	j.mu.Unlock()
+}
+
+func (j *Journal) putLocked(k [keySize]byte, e entry) {
+	j.removeLocked(k)
+	j.index[k] = e
+	j.entries++
+	j.bytes += e.size
+	if e.rec.State == StateReserved {
+		j.reserved++
+	}
+}
+
+func (j *Journal) removeLocked(k [keySize]byte) {
+	old, ok := j.index[k]
+	if !ok {
+		return
+	}
+	delete(j.index, k)
+	j.entries--
+	j.bytes -= old.size
+	if old.rec.State == StateReserved {
+		j.reserved--
+	}
 }
 
 // faultError is a panic caught by guard: a memory fault on bbolt's map
@@ -391,7 +740,7 @@ func (j *Journal) Err() *Problem { return j.state() }
 func (j *Journal) Status() Status {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return Status{Path: j.path, Entries: j.entries, Reserved: j.reserved, Bytes: j.bytes, Problem: j.problem}
+	return Status{Path: j.path, Entries: j.entries, Reserved: j.reserved, Bytes: j.bytes, Problem: j.problem, Notice: j.notice}
 }
 
 // poison makes the journal unavailable after a failed read or write: after
@@ -401,16 +750,14 @@ func (j *Journal) poison(op string, err error) error {
 	p := &Problem{Reason: fmt.Sprintf("%s failed, so the journal %s cannot be trusted", op, j.path), Fix: fixRestart, Cause: err}
 	fault, isFault := errors.AsType[*faultError](err)
 	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case isDiskFull(err):
 		p.Reason, p.Fix = fmt.Sprintf("the disk is full: %s failed on the journal %s", op, j.path), fixDisk
 	case errors.Is(err, syscall.EIO):
 		p.Reason = fmt.Sprintf("the disk reported an I/O error: %s failed on the journal %s", op, j.path)
 	case errors.Is(err, syscall.EROFS):
 		p.Reason = fmt.Sprintf("the file system of the journal %s is read-only: %s failed", j.path, op)
-	case errors.Is(err, berrors.ErrDatabaseNotOpen):
+	case errors.Is(err, berrors.ErrDatabaseNotOpen), errors.Is(err, os.ErrClosed):
 		p.Reason = fmt.Sprintf("the journal %s is closed: %s failed", j.path, op)
-	case errors.Is(err, errMAC):
-		p.Reason, p.Fix = fmt.Sprintf("the journal file %s was changed outside the broker: a record failed its integrity check", j.path), fixReset
 	case isFault:
 		p.Reason, p.Fix = fmt.Sprintf("the journal file %s is corrupt: %s failed", j.path, op), fixReset
 		j.log.Error("journal fault", "stack", string(fault.stack))
@@ -433,26 +780,24 @@ func (j *Journal) validKey(k Key) error {
 	return nil
 }
 
-// get reads and verifies the record at key (nil if none) in tx.
-func (j *Journal) get(tx *bolt.Tx, key []byte) (*Record, error) {
-	b := tx.Bucket(bucketRecords)
-	if b == nil {
-		return nil, errors.New("the records bucket is gone")
+// findLocked returns the index entry of the action k, whose database key
+// under the journal's key is key: there, or under the auth token of a
+// migration while its records can be found.
+func (j *Journal) findLocked(k Key, key []byte) (entry, bool) {
+	if e, ok := j.index[[keySize]byte(key)]; ok {
+		return e, true
 	}
-	v := b.Get(key)
-	if v == nil {
-		return nil, nil
+	if j.legacy != nil {
+		e, ok := j.index[[keySize]byte(dbKey(j.legacy, k))]
+		return e, ok
 	}
-	r, err := decodeValue(j.secret, key, v)
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return entry{}, false
 }
 
 // Lookup returns the record of k, or (nil, nil) if there is none. An
 // existing record means the request is a retry: a StateReserved record
-// says the action may have been dispatched before a crash.
+// says the action may have been dispatched before a crash. It reads memory
+// only: the journal keeps an index of its records.
 func (j *Journal) Lookup(k Key) (*Record, error) {
 	if p := j.state(); p != nil {
 		return nil, unavailable(p)
@@ -460,24 +805,23 @@ func (j *Journal) Lookup(k Key) (*Record, error) {
 	if err := j.validKey(k); err != nil {
 		return nil, err
 	}
-	key := dbKey(j.secret, k)
-	var rec *Record
-	err := guard(func() error {
-		return j.db.View(func(tx *bolt.Tx) error {
-			var err error
-			rec, err = j.get(tx, key)
-			return err
-		})
-	})
-	if err != nil {
-		return nil, j.poison("reading a record", err)
+	key := dbKey(j.key, k)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.problem != nil { // closed meanwhile
+		return nil, unavailable(j.problem)
 	}
-	return rec, nil
+	e, ok := j.findLocked(k, key)
+	if !ok {
+		return nil, nil
+	}
+	return &e.rec, nil
 }
 
 // Reserve durably records the intent to dispatch the action k with payload
 // hash and kind, before it is dispatched. It returns nil only after the
-// record is committed and fsynced; on any error nothing may be dispatched.
+// record is in the write-ahead log and the log is synced; on any error
+// nothing may be dispatched. Concurrent calls share one sync.
 //
 // If k already has a record, Reserve returns a *[DuplicateError] carrying it
 // when hash matches, and REQUEST_ID_CONFLICT when it does not. When the
@@ -494,50 +838,44 @@ func (j *Journal) Reserve(k Key, hash [32]byte, kind string) error {
 	if !validKind(kind) {
 		return fmt.Errorf("%w: journal: invalid action kind %q", wire.Err(wire.CodeInvalidRequest), kind)
 	}
-	key := dbKey(j.secret, k)
+	key := dbKey(j.key, k)
 	rec := Record{Hash: hash, Kind: kind, State: StateReserved, Dispatch: DispatchUnknown, ReservedAt: j.now()}
-	val, err := encodeValue(j.secret, key, &rec)
+	val, err := encodeValue(j.key, key, &rec)
 	if err != nil {
 		return internalf("encode: %v", err)
 	}
 	size := int64(len(key) + len(val))
-
-	j.wmu.Lock()
-	defer j.wmu.Unlock()
-	if p := j.state(); p != nil {
-		return unavailable(p)
-	}
-	// Fast path: a duplicate needs no write. Writers are serialized by
-	// wmu, so nothing changes between this read and the write below.
-	var old *Record
-	if err := guard(func() error {
-		return j.db.View(func(tx *bolt.Tx) (err error) { old, err = j.get(tx, key); return err })
-	}); err != nil {
-		return j.poison("reading a record", err)
-	}
-	if old != nil {
-		if old.Hash != hash {
-			return wire.Err(wire.CodeRequestIDConflict)
+	for compacted := false; ; compacted = true {
+		j.mu.Lock()
+		if j.problem != nil {
+			j.mu.Unlock()
+			return unavailable(j.problem)
 		}
-		return &DuplicateError{Record: *old}
-	}
-	if j.full(size) {
-		if _, err := j.compact(); err != nil {
-			return err
+		// The check and the insertion are one step under mu, so of two
+		// concurrent reservations of one action exactly one is recorded.
+		if old, ok := j.findLocked(k, key); ok {
+			j.mu.Unlock()
+			if old.rec.Hash != hash {
+				return wire.Err(wire.CodeRequestIDConflict)
+			}
+			return &DuplicateError{Record: old.rec}
 		}
-		if j.full(size) {
+		if !j.fullLocked(size) {
+			j.putLocked([keySize]byte(key), entry{rec: rec, size: size})
+			j.mu.Unlock()
+			break
+		}
+		j.mu.Unlock()
+		if compacted {
 			return wire.Err(wire.CodeJournalFull)
 		}
+		if _, err := j.Compact(); err != nil {
+			return err
+		}
 	}
-	if err := j.put(key, nil, val); err != nil {
-		return j.poison("recording an action", err)
-	}
-	j.mu.Lock()
-	j.entries++
-	j.reserved++
-	j.bytes += size
-	j.mu.Unlock()
-	return nil
+	// Until the write is synced, a Lookup already sees the reservation:
+	// "it may have been dispatched", which is true of it too.
+	return j.write(walEntry{key: key, val: val}, true, "recording an action")
 }
 
 // settleGrowth bounds how much Settle grows a record: dispatch "unknown"
@@ -547,36 +885,22 @@ func (j *Journal) Reserve(k Key, hash [32]byte, kind string) error {
 // fails for space.
 const settleGrowth = 64
 
-// full reports whether a new record of size bytes would exceed a limit.
-func (j *Journal) full(size int64) bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
+// fullLocked reports whether a new record of size bytes would exceed a
+// limit. j.mu is held.
+func (j *Journal) fullLocked(size int64) bool {
 	pending := int64(j.reserved+1) * settleGrowth
 	return j.entries >= j.opts.MaxEntries || j.bytes+size+pending > j.opts.MaxBytes
 }
 
-// put writes val at key in one committed (fsynced) transaction. If want is
-// non-nil the stored value must still be want.
-func (j *Journal) put(key, want, val []byte) error {
-	return guard(func() error {
-		return j.db.Update(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketRecords)
-			if b == nil {
-				return errors.New("the records bucket is gone")
-			}
-			if cur := b.Get(key); !bytes.Equal(cur, want) {
-				return errors.New("the record changed under the writer lock")
-			}
-			return b.Put(key, val)
-		})
-	})
-}
-
-// Settle durably records the outcome of the action k, which must have a
+// Settle records the outcome of the action k, which must have a
 // StateReserved record (else INTERNAL_ERROR). outcome is one of the
 // Outcome constants and dispatch one of notDispatched, dispatched,
-// observed. If it fails the outcome is not recorded and the runtime must
-// report it as unknown; a failed write makes the journal unavailable.
+// observed. It returns once the outcome is written to the write-ahead
+// log, without waiting for a sync: a SIGKILL cannot lose it, and a power
+// failure can only leave the record reserved ("it may have been
+// dispatched"), which stays true. Lookup sees the outcome at once. If
+// Settle fails the outcome is not recorded and the runtime must report it
+// as unknown; a failed write makes the journal unavailable.
 func (j *Journal) Settle(k Key, outcome, dispatch string) error {
 	if p := j.state(); p != nil {
 		return unavailable(p)
@@ -587,117 +911,35 @@ func (j *Journal) Settle(k Key, outcome, dispatch string) error {
 	if !validOutcome(outcome) || !validDispatch(dispatch) {
 		return internalf("settle with outcome %q, dispatch %q", outcome, dispatch)
 	}
-	key := dbKey(j.secret, k)
-
-	j.wmu.Lock()
-	defer j.wmu.Unlock()
-	if p := j.state(); p != nil {
-		return unavailable(p)
-	}
-	var old *Record
-	var oldVal []byte
-	if err := guard(func() error {
-		return j.db.View(func(tx *bolt.Tx) (err error) {
-			if old, err = j.get(tx, key); old != nil {
-				oldVal = bytes.Clone(tx.Bucket(bucketRecords).Get(key))
-			}
-			return err
-		})
-	}); err != nil {
-		return j.poison("reading a record", err)
-	}
-	if old == nil || old.State != StateReserved {
+	key := dbKey(j.key, k)
+	ik := [keySize]byte(key)
+	j.mu.Lock()
+	old, ok := j.index[ik]
+	j.mu.Unlock()
+	if !ok || old.rec.State != StateReserved {
 		return internalf("settle without a reservation")
 	}
-	rec := *old
+	rec := old.rec
 	rec.State, rec.Outcome, rec.Dispatch, rec.SettledAt = StateSettled, outcome, dispatch, j.now()
-	val, err := encodeValue(j.secret, key, &rec)
+	val, err := encodeValue(j.key, key, &rec)
 	if err != nil {
 		return internalf("encode: %v", err)
 	}
-	if err := j.put(key, oldVal, val); err != nil {
-		return j.poison("recording an outcome", err)
-	}
 	j.mu.Lock()
-	j.reserved--
-	j.bytes += int64(len(val) - len(oldVal))
+	if j.problem != nil {
+		j.mu.Unlock()
+		return unavailable(j.problem)
+	}
+	if cur, ok := j.index[ik]; !ok || cur.rec != old.rec { // settled or compacted meanwhile
+		j.mu.Unlock()
+		return internalf("settle without a reservation")
+	}
+	j.putLocked(ik, entry{rec: rec, size: int64(len(key) + len(val))})
 	j.mu.Unlock()
-	return nil
+	return j.write(walEntry{key: key, val: val}, false, "recording an outcome")
 }
 
 func (j *Journal) now() time.Time { return time.Unix(0, j.opts.Now().UnixNano()).UTC() }
-
-// Compact deletes the records past retention: settled records whose
-// outcome is older than Retention, and reserved records reserved longer
-// ago than Retention. It returns how many it deleted. A failure makes the
-// journal unavailable.
-func (j *Journal) Compact() (int, error) {
-	if p := j.state(); p != nil {
-		return 0, unavailable(p)
-	}
-	j.wmu.Lock()
-	defer j.wmu.Unlock()
-	return j.compact()
-}
-
-// compact is Compact under wmu.
-func (j *Journal) compact() (int, error) {
-	if p := j.state(); p != nil {
-		return 0, unavailable(p)
-	}
-	cutoff := j.now().Add(-j.opts.Retention)
-	var removed, entries, reserved int
-	var size int64
-	err := guard(func() error {
-		return j.db.Update(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketRecords)
-			if b == nil {
-				return errors.New("the records bucket is gone")
-			}
-			var expired [][]byte
-			err := b.ForEach(func(k, v []byte) error {
-				r, err := decodeValue(j.secret, k, v)
-				if err != nil {
-					return err
-				}
-				at := r.ReservedAt
-				if r.State == StateSettled {
-					at = r.SettledAt
-				}
-				if at.Before(cutoff) {
-					expired = append(expired, bytes.Clone(k))
-					return nil
-				}
-				entries++
-				size += int64(len(k) + len(v))
-				if r.State == StateReserved {
-					reserved++
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			for _, k := range expired {
-				if err := b.Delete(k); err != nil {
-					return err
-				}
-			}
-			removed = len(expired)
-			return nil
-		})
-	})
-	if err != nil {
-		return 0, j.poison("compacting", err)
-	}
-	j.mu.Lock()
-	j.entries, j.reserved, j.bytes = entries, reserved, size
-	j.mu.Unlock()
-	if removed > 0 {
-		j.log.Info("journal compacted", "removed", removed, "entries", entries)
-	}
-	return removed, nil
-}
 
 // Run compacts every CompactInterval until ctx is done. The broker runs it
 // in its own goroutine once the journal is open.
@@ -712,22 +954,4 @@ func (j *Journal) Run(ctx context.Context) {
 			j.Compact() // a failure poisons the journal and is logged there
 		}
 	}
-}
-
-// Close waits for a write in progress, then closes the file and releases
-// its lock. Afterwards the journal is unavailable. Close is idempotent.
-func (j *Journal) Close() error {
-	j.wmu.Lock()
-	defer j.wmu.Unlock()
-	j.mu.Lock()
-	if j.problem == nil {
-		j.problem = &Problem{Reason: fmt.Sprintf("the journal %s is closed", j.path), Fix: fixRestart}
-	}
-	j.mu.Unlock()
-	if j.db == nil {
-		return nil
-	}
-	// j.db stays set: a Lookup racing with Close gets bbolt's
-	// ErrDatabaseNotOpen, and closing twice is a no-op in bbolt.
-	return j.db.Close()
 }

@@ -46,7 +46,7 @@ func TestPoisonedByFullDisk(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Unmount(dir, 0) })
 	path := filepath.Join(dir, "journal.db")
-	j := journal.Open(path, secret, journal.Options{})
+	j := journal.Open(path, smallWAL(journal.Options{}))
 	t.Cleanup(func() { j.Close() })
 	if p := j.Err(); p != nil {
 		t.Fatal(p)

@@ -63,7 +63,7 @@ func journalPath(t testing.TB) string {
 // MustOpen opens a journal that must be available, closed at cleanup.
 func MustOpen(t testing.TB, path string, opts journal.Options) *journal.Journal {
 	t.Helper()
-	j := journal.Open(path, secret, opts)
+	j := journal.Open(path, opts)
 	if p := j.Err(); p != nil {
 		t.Fatalf("open %s: %v (fix: %s)", path, p, p.Fix)
 	}
@@ -95,7 +95,11 @@ func mustLookup(t testing.TB, j *journal.Journal, id string) *journal.Record {
 }
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv("JOURNAL_TEST_CHILD"); mode != "" {
+	switch mode := os.Getenv("JOURNAL_TEST_CHILD"); mode {
+	case "":
+	case "group":
+		os.Exit(groupChild(os.Getenv("JOURNAL_TEST_PATH"), os.Getenv("JOURNAL_TEST_PREFIX")))
+	default:
 		os.Exit(child(mode, os.Getenv("JOURNAL_TEST_PATH"), os.Getenv("JOURNAL_TEST_PREFIX")))
 	}
 	os.Exit(m.Run())
@@ -104,7 +108,7 @@ func TestMain(m *testing.M) {
 // child is the broker stand-in of the crash tests. It prints a line after
 // each write returned, so every printed line is an acknowledged write.
 func child(mode, path, prefix string) int {
-	j := journal.Open(path, secret, journal.Options{})
+	j := journal.Open(path, journal.Options{})
 	if p := j.Err(); p != nil {
 		fmt.Println("error", p)
 		return 1
@@ -339,18 +343,24 @@ func TestNothingRawOnDisk(t *testing.T) {
 	if err := j.Reserve(journal.Key{Scope: "JOURNALKEY-SECRET\x00SESSION-ID-42", RequestID: "REQUEST-ID-77"}, h, "fill"); err != nil {
 		t.Fatal(err)
 	}
-	j.Close()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	// The log holds the record too; look before Close checkpoints it.
+	wal, err := os.ReadFile(journal.WALPath(path))
+	must(t, err)
+	if !bytes.Contains(wal, []byte(`"kind":"fill"`)) {
+		t.Error("the record JSON is not in the log")
 	}
-	for _, s := range [][]byte{[]byte("JOURNALKEY-SECRET"), []byte("SESSION-ID-42"), []byte("REQUEST-ID-77"), h[:], []byte(hex.EncodeToString(h[:]))} {
-		if bytes.Contains(data, s) {
-			t.Errorf("the file contains %q", s)
+	j.Close()
+	for _, name := range []string{path, journal.WALPath(path), journal.KeyPath(path)} {
+		data, err := os.ReadFile(name)
+		must(t, err)
+		for _, s := range [][]byte{[]byte("JOURNALKEY-SECRET"), []byte("SESSION-ID-42"), []byte("REQUEST-ID-77"), h[:], []byte(hex.EncodeToString(h[:]))} {
+			if bytes.Contains(data, s) {
+				t.Errorf("%s contains %q", name, s)
+			}
 		}
 	}
-	if !bytes.Contains(data, []byte(`"kind":"fill"`)) {
-		t.Error("the record JSON is not where the test expects it")
+	if data, _ := os.ReadFile(path); !bytes.Contains(data, []byte(`"kind":"fill"`)) {
+		t.Error("the record JSON is not in the database")
 	}
 }
 
@@ -573,9 +583,8 @@ func TestFailClosed(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		break_ func(t *testing.T, path string) // after a valid journal is at path
-		secret []byte
-		reason string // in Problem.Reason
-		fix    string // in Problem.Fix
+		reason string                          // in Problem.Reason
+		fix    string                          // in Problem.Fix
 	}{
 		{name: "truncated to half", reason: "truncated", fix: "broker journal reset",
 			break_: func(t *testing.T, path string) {
@@ -604,8 +613,10 @@ func TestFailClosed(t *testing.T) {
 				}
 				must(t, os.WriteFile(path, data, 0o600))
 			}},
-		{name: "different secret", secret: []byte("another token"), reason: "different secret", fix: "broker journal reset",
-			break_: func(*testing.T, string) {}},
+		{name: "another key", reason: "written with another key", fix: "broker journal reset",
+			break_: func(t *testing.T, path string) {
+				must(t, os.WriteFile(journal.KeyPath(path), bytes.Repeat([]byte{7}, 32), 0o600))
+			}},
 		{name: "symlink", reason: "symbolic link", fix: "broker journal reset",
 			break_: func(t *testing.T, path string) {
 				must(t, os.Rename(path, path+".real"))
@@ -645,11 +656,7 @@ func TestFailClosed(t *testing.T) {
 			makeJournal(t, path)
 			tc.break_(t, path)
 			before, _ := os.ReadFile(path)
-			s := secret
-			if tc.secret != nil {
-				s = tc.secret
-			}
-			j := journal.Open(path, s, journal.Options{})
+			j := journal.Open(path, journal.Options{})
 			defer j.Close()
 			assertUnavailable(t, j, tc.reason, tc.fix)
 			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
@@ -684,15 +691,16 @@ func TestTruncatedAnywhere(t *testing.T) {
 	}
 	for _, cut := range cuts {
 		t.Run(fmt.Sprint(cut), func(t *testing.T) {
-			path := journalPath(t)
+			path := copyJournal(t, path)
 			must(t, os.WriteFile(path, data[:cut], 0o600))
-			j := journal.Open(path, secret, journal.Options{})
+			j := journal.Open(path, journal.Options{})
 			defer j.Close()
 			assertUnavailable(t, j, "truncated", "broker journal reset")
 		})
 	}
 	// The tail past the high-water mark holds nothing: cutting it is harmless.
 	if int64(len(data)) > highWater {
+		path := copyJournal(t, path)
 		must(t, os.WriteFile(path, data[:highWater], 0o600))
 		j := MustOpen(t, path, journal.Options{})
 		if mustLookup(t, j, "reserved") == nil {
@@ -700,6 +708,22 @@ func TestTruncatedAnywhere(t *testing.T) {
 		}
 	}
 }
+
+// copyJournal copies the journal at path, with its key and log, to a new
+// directory and returns its path there.
+func copyJournal(t *testing.T, path string) string {
+	t.Helper()
+	to := journalPath(t)
+	for _, p := range [][2]string{{path, to}, {journal.KeyPath(path), journal.KeyPath(to)}, {journal.WALPath(path), journal.WALPath(to)}} {
+		data, err := os.ReadFile(p[0])
+		must(t, err)
+		must(t, os.WriteFile(p[1], data, 0o600))
+	}
+	return to
+}
+
+// smallWAL gives a journal a log of 64 KiB, so that it checkpoints often.
+func smallWAL(o journal.Options) journal.Options { return journal.WithWALSize(o, 64<<10) }
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -740,13 +764,13 @@ func assertUnavailable(t *testing.T, j *journal.Journal, reason, fix string) {
 func TestSecondBroker(t *testing.T) {
 	path := journalPath(t)
 	MustOpen(t, path, journal.Options{})
-	j := journal.Open(path, secret, journal.Options{})
+	j := journal.Open(path, journal.Options{})
 	defer j.Close()
 	assertUnavailable(t, j, "another broker holds the journal", "stop the other broker")
 }
 
 func TestMissingDirectory(t *testing.T) {
-	j := journal.Open(filepath.Join(t.TempDir(), "gone", "journal.db"), secret, journal.Options{})
+	j := journal.Open(filepath.Join(t.TempDir(), "gone", "journal.db"), journal.Options{})
 	assertUnavailable(t, j, "does not exist", "mkdir")
 }
 
@@ -756,7 +780,7 @@ func TestPoisonedByClosedDatabase(t *testing.T) {
 	path := journalPath(t)
 	j := MustOpen(t, path, journal.Options{})
 	mustReserve(t, j, "before", "p")
-	must(t, journal.CloseDB(j))
+	must(t, journal.CloseFiles(j))
 
 	err := j.Reserve(key("after"), hashOf("p"), "click")
 	if !isCode(err, wire.CodeJournalUnavailable) {
@@ -782,36 +806,52 @@ func TestReset(t *testing.T) {
 		t.Fatalf("reset while open: %v, want ErrInUse", err)
 	}
 	j.Close()
-	before, _ := os.ReadFile(path)
+	files := []string{path, journal.WALPath(path), journal.KeyPath(path)}
+	var before [][]byte
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		must(t, err)
+		before = append(before, data)
+	}
 	moved, err := journal.Reset(path, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := path + ".broken-20260304T050607Z"; moved != want {
-		t.Fatalf("moved to %s, want %s", moved, want)
+	// The journal, its log and its key move together, so the files set
+	// aside stay verifiable.
+	if len(moved) != 3 {
+		t.Fatalf("moved %v, want the journal, its log and its key", moved)
 	}
-	if after, _ := os.ReadFile(moved); !bytes.Equal(before, after) {
-		t.Fatal("the moved file differs from the journal")
-	}
-	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("the journal is still there: %v", err)
+	for i, f := range files {
+		if want := f + ".broken-20260304T050607Z"; moved[i] != want {
+			t.Fatalf("moved to %s, want %s", moved[i], want)
+		}
+		if after, _ := os.ReadFile(moved[i]); !bytes.Equal(before[i], after) {
+			t.Fatalf("the moved %s differs", f)
+		}
+		if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s is still there: %v", f, err)
+		}
 	}
 	if _, err := journal.Reset(path, now); !errors.Is(err, journal.ErrNoJournal) {
 		t.Fatalf("reset of nothing: %v, want ErrNoJournal", err)
 	}
 
-	// The next start makes a new journal; a second reset in the same second
-	// does not overwrite the first.
+	// The next start makes a new journal with a new key; a second reset in
+	// the same second does not overwrite the first.
 	j = MustOpen(t, path, journal.Options{})
 	if mustLookup(t, j, "r") != nil {
 		t.Fatal("the new journal has the old record")
 	}
+	if bytes.Equal(j.Key(), before[2]) {
+		t.Fatal("the new journal has the old key")
+	}
 	j.Close()
 	moved2, err := journal.Reset(path, now)
-	if err != nil || moved2 == moved {
+	if err != nil || moved2[0] == moved[0] {
 		t.Fatalf("second reset: %s, %v", moved2, err)
 	}
-	if _, err := os.Stat(moved); err != nil {
+	if _, err := os.Stat(moved[0]); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -821,11 +861,20 @@ func TestResetBrokenJournal(t *testing.T) {
 	for name, breakIt := range map[string]func(path string) error{
 		"symlink":   func(path string) error { return os.Symlink("missing-target", path) },
 		"truncated": func(path string) error { return os.WriteFile(path, nil, 0o600) },
+		"key a symlink": func(path string) error {
+			makeJournal(t, path)
+			must(t, os.Rename(journal.KeyPath(path), path+".k"))
+			return os.Symlink(path+".k", journal.KeyPath(path))
+		},
+		"log missing": func(path string) error {
+			makeJournal(t, path)
+			return os.Remove(journal.WALPath(path))
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := journalPath(t)
 			must(t, breakIt(path))
-			if j := journal.Open(path, secret, journal.Options{}); j.Err() == nil {
+			if j := journal.Open(path, journal.Options{}); j.Err() == nil {
 				t.Fatal("the broken journal opened")
 			}
 			if _, err := journal.Reset(path, time.Now()); err != nil {

@@ -57,10 +57,11 @@ type Record struct {
 
 // The on-disk format. Names are part of the format: never rename one.
 const (
-	format      = "dsh-journal/1"
-	macSize     = sha256.Size
-	keySize     = sha256.Size
-	maxValueLen = 1024 // a record is ~250 bytes; anything longer is not ours
+	format       = "dsh-journal/2" // keyed by the key file; has a write-ahead log
+	legacyFormat = "dsh-journal/1" // keyed by the broker's auth token; no log
+	macSize      = sha256.Size
+	keySize      = sha256.Size
+	maxValueLen  = 1024 // a record is ~250 bytes; anything longer is not ours
 )
 
 var (
@@ -68,6 +69,8 @@ var (
 	bucketMeta    = []byte("meta")
 	metaFormat    = []byte("format")
 	metaCheck     = []byte("check")
+	metaWAL       = []byte("wal")    // sealed: the log's generation and size
+	metaLegacy    = []byte("legacy") // sealed, optional: what a migration kept
 )
 
 // diskRecord is the JSON of a record. Field order is the canonical order:
@@ -101,9 +104,25 @@ func dbKey(secret []byte, k Key) []byte {
 	return mac(secret, []byte("key"), []byte(k.Scope), []byte(k.RequestID))
 }
 
-// checkValue lets Open tell a changed secret from a tampered record.
-func checkValue(secret []byte) []byte {
-	return mac(secret, []byte("check"), []byte(format))
+// checkValue lets Open tell a changed secret from a tampered record. f is
+// the file's format: a legacy file was checked with its own name.
+func checkValue(secret []byte, f string) []byte {
+	return mac(secret, []byte("check"), []byte(f))
+}
+
+// sealMeta is a metadata value: data, then its MAC under secret and name.
+func sealMeta(secret, name, data []byte) []byte {
+	return append(bytes.Clone(data), mac(secret, []byte("meta"), name, data)...)
+}
+
+// openMeta returns the data of a sealed metadata value of n bytes of data,
+// or false if it does not verify.
+func openMeta(secret, name, v []byte, n int) ([]byte, bool) {
+	if len(v) != n+macSize {
+		return nil, false
+	}
+	data := v[:n]
+	return data, hmac.Equal(v[n:], mac(secret, []byte("meta"), name, data))
 }
 
 // mask hides the payload hash behind a per-key pad, so that the file holds

@@ -422,7 +422,7 @@ func TestActInFrame(t *testing.T) {
 // journal: a retry from a new connection never dispatches again.
 func TestActDurable(t *testing.T) {
 	t.Parallel()
-	j := journal.Open(filepath.Join(t.TempDir(), "journal.db"), []byte("secret"), journal.Options{})
+	j := journal.Open(filepath.Join(t.TempDir(), "journal.db"), journal.Options{})
 	t.Cleanup(func() { j.Close() })
 	a := newActOn(t, Config{Journal: j})
 	key := strings.Repeat("ab", 32)
@@ -477,7 +477,7 @@ func TestActDurable(t *testing.T) {
 // input that may have happened unknown; reads keep working.
 func TestActJournalFaults(t *testing.T) {
 	t.Parallel()
-	j := journal.Open(filepath.Join(t.TempDir(), "journal.db"), []byte("secret"), journal.Options{MaxEntries: 1})
+	j := journal.Open(filepath.Join(t.TempDir(), "journal.db"), journal.Options{MaxEntries: 1})
 	t.Cleanup(func() { j.Close() })
 	a := newActOn(t, Config{Journal: j})
 	a.c.journalKey = strings.Repeat("ef", 32)
@@ -490,7 +490,7 @@ func TestActJournalFaults(t *testing.T) {
 	}
 
 	// The journal fails between the intent and the outcome.
-	k := newActOn(t, Config{Journal: journal.Open(filepath.Join(t.TempDir(), "journal.db"), []byte("secret"), journal.Options{})})
+	k := newActOn(t, Config{Journal: journal.Open(filepath.Join(t.TempDir(), "journal.db"), journal.Options{})})
 	k.c.journalKey = a.c.journalKey
 	k.p.on(browser.ProviderInputText, func(any) (any, error) {
 		k.r.cfg.Journal.(*journal.Journal).Close()

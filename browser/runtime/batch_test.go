@@ -242,7 +242,7 @@ func deny(i int, v any) func(string, int) (any, error) {
 // plan's retention is metadata only, without steps.
 func TestBatchDurable(t *testing.T) {
 	t.Parallel()
-	j := journal.Open(filepath.Join(t.TempDir(), "journal.db"), []byte("secret"), journal.Options{})
+	j := journal.Open(filepath.Join(t.TempDir(), "journal.db"), journal.Options{})
 	t.Cleanup(func() { j.Close() })
 	a := newCounter(t, Config{Journal: j})
 	a.c.journalKey = strings.Repeat("cd", 32)

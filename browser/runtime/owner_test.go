@@ -35,7 +35,7 @@ func newOverseen(t *testing.T, durable bool) (*actOn, *overseenHost, string) {
 	t.Cleanup(func() { h.log.Close() })
 	cfg := Config{}
 	if durable {
-		j := journal.Open(filepath.Join(dir, "journal.db"), []byte("secret"), journal.Options{})
+		j := journal.Open(filepath.Join(dir, "journal.db"), journal.Options{})
 		t.Cleanup(func() { j.Close() })
 		cfg.Journal = j
 	}

@@ -232,6 +232,9 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		} else {
 			fmt.Fprintf(tw, "journal\t%s (%d actions fenced, %d uncertain)\n", j.Path, j.Entries, j.Uncertain)
 		}
+		if j.Notice != "" {
+			fmt.Fprintf(tw, "\tnote: %s\n", j.Notice)
+		}
 	} else {
 		fmt.Fprintf(tw, "journal\tnone (action fences kept in memory)\n")
 	}

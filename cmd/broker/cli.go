@@ -15,11 +15,13 @@ Usage:
   broker [serve] [flags]            run the daemon in the foreground
   broker install [flags]            register the native host and the user service
   broker uninstall [flags]          remove what install wrote (keeps token and state)
+  broker app COMMAND [ARGS]         your Snug micro-apps (install, list, open, …)
   broker call METHOD [PARAMS_JSON]  send one request and print its value as JSON
   broker mcp [flags]                serve the browser as MCP tools on stdio (for AI hosts)
   broker status                     show the broker, its browsers, leases and journal
   broker console                    open the owner's console in the browser (agents, questions, Stop)
   broker log [--follow]             show what agents asked the browser to do
+  broker term [-- COMMAND…]         run your shell as a terminal you may share with agents
   broker journal reset              move an unusable action journal aside (broker stopped)
   broker help [COMMAND]             show help
 
@@ -38,6 +40,7 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
+		"app":       {"install, open and manage Snug micro-apps", runApp},
 		"call":      {"send one request and print its value", runCall},
 		"console":   {"open the owner's console in the browser", runConsole},
 		"log":       {"show what agents asked the browser to do", runLog},
@@ -46,6 +49,7 @@ func init() {
 		"mcp":       {"serve the browser as MCP tools on stdio", runMCP},
 		"serve":     {"run the daemon", runServe},
 		"status":    {"show the broker's state", runStatus},
+		"term":      {"run a shell you may share with agents", runTerm},
 		"uninstall": {"remove what install wrote", runUninstall},
 	}
 }

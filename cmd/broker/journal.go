@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dsh-browser/broker/internal/paths"
@@ -12,7 +13,7 @@ import (
 )
 
 func runJournal(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("journal", "journal reset [flags]\n\nMoves an unusable action journal aside (never deleting it) so the broker\nstarts a new one. Stop the broker first. Fences of past actions are lost:\nretries of actions from before the reset are no longer recognised.", stderr)
+	fs := newFlags("journal", "journal reset [flags]\n\nMoves an unusable action journal aside, with its write-ahead log and its\nkey (never deleting them), so the broker starts a new one. Stop the broker\nfirst. Fences of past actions are lost: retries of actions from before the\nreset are no longer recognised.", stderr)
 	stateDir := fs.String("state-dir", "", "state directory (default as for serve)")
 	if len(args) == 0 || args[0] != "reset" {
 		if code, done := parseFlags(fs, args); done {
@@ -30,10 +31,13 @@ func runJournal(_ context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	path := filepath.Join(paths.StateDir(*stateDir), paths.JournalName)
 	moved, err := journal.Reset(path, time.Now())
+	for _, to := range moved {
+		fmt.Fprintf(stdout, "moved %s to %s\n", strings.TrimSuffix(to, filepath.Ext(to)), to)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "broker journal reset: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "moved %s to %s\nthe broker starts a new journal at its next start\n", path, moved)
+	fmt.Fprintln(stdout, "the broker starts a new journal at its next start")
 	return 0
 }

@@ -87,7 +87,7 @@ export function createOwner({ chrome, transport, approvals, gates }) {
 
   function onConnect(port) {
     if (port.name !== CONSOLE_PORT) return;
-    if (!port.sender?.url?.startsWith(chrome.runtime.getURL(CONSOLE_PAGE))) {
+    if (port.sender?.id !== chrome.runtime.id || !port.sender?.url?.startsWith(chrome.runtime.getURL(CONSOLE_PAGE))) {
       port.disconnect(); // only the console page speaks this
       return;
     }

@@ -87,6 +87,7 @@ export function fakeChrome() {
       lastError: undefined,
       onMessage: new FakeEvent(),
       onConnect: new FakeEvent(),
+      id: 'fake-id',
       getURL: (path) => `chrome-extension://fake-id/${path}`,
       connectNative: () => {
         const p = new FakePort();

@@ -11,7 +11,7 @@ function consolePort(t, url = 'chrome-extension://fake-id/console.html') {
   const listeners = { message: [], disconnect: [] };
   const port = {
     name: 'console',
-    sender: { url },
+    sender: { id: 'fake-id', url },
     got: [],
     disconnected: false,
     postMessage(msg) {

@@ -12,9 +12,10 @@ import (
 
 // File names inside the runtime and state directories.
 const (
-	SocketName  = "broker.sock"
-	TokenName   = "auth-token"
-	JournalName = "journal.db"
+	SocketName      = "broker.sock"
+	TokenName       = "auth-token"
+	JournalName     = "journal.db"
+	AgentSocketName = "conn.sock" // the agent socket v2 (shared terminals)
 )
 
 // RuntimeDir returns the runtime directory: flag if nonempty, else
@@ -42,6 +43,19 @@ func Socket(flag, runtimeDir string) string {
 		return s
 	}
 	return filepath.Join(runtimeDir, SocketName)
+}
+
+// AgentSocket returns the agent socket's path: flag if nonempty, else
+// $CONN_SOCKET (for the daemon and its clients alike), else
+// RUNTIME/conn.sock.
+func AgentSocket(flag, runtimeDir string) string {
+	if flag != "" {
+		return flag
+	}
+	if s := os.Getenv("CONN_SOCKET"); s != "" {
+		return s
+	}
+	return filepath.Join(runtimeDir, AgentSocketName)
 }
 
 // Token returns the token file path in runtimeDir.

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,15 +11,20 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+
 	"github.com/dsh-browser/broker/broker"
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
+	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/wire"
@@ -373,3 +380,286 @@ func TestActionBenchPaths(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkJournal measures the journal on its own, side by side in one
+// run: a bare fsync and fdatasync of a record's size on the same disk, and
+// durable actions (Reserve then Settle of a new key, as browser.act does)
+// by 1, 4 and 16 concurrent clients, each back to back:
+//
+//   - style=group is package journal: its group-committed write-ahead log.
+//   - style=commit is a model of the journal as it was before it had a
+//     log (commit 020a6e5): a read transaction for the duplicate check,
+//     then one bbolt commit per Reserve and per Settle, all under one
+//     writer lock; the same record sizes and MACs.
+//
+// It reports actions/s (for op=fsync and op=fdatasync, syncs/s) and the
+// latency of one action (ms/op-p50, ms/op-p99); ns/op is the wall time per
+// action. op=action-vs-fsync interleaves the two that the journal's target
+// compares (see benchActionVsFsync). BENCHMARKS.md ("Action journal") has the figures and commands.
+func BenchmarkJournal(b *testing.B) {
+	syncOp := func(sync func(*os.File) error) func(*testing.B) {
+		return func(b *testing.B) {
+			f, err := os.OpenFile(filepath.Join(b.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o600)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			buf := make([]byte, 300) // a settled record is at most 300 bytes
+			took := make([]time.Duration, 0, b.N)
+			start := time.Now()
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := f.WriteAt(buf, 0); err != nil {
+					b.Fatal(err)
+				}
+				if err := sync(f); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(t0))
+			}
+			b.ReportMetric(float64(len(took))/time.Since(start).Seconds(), "actions/s")
+			reportPercentiles(b, took)
+		}
+	}
+	ops := []struct {
+		name string
+		run  func(*testing.B)
+	}{
+		{"op=fsync", syncOp((*os.File).Sync)},
+		{"op=fdatasync", syncOp(func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) })},
+		{"op=action-vs-fsync", benchActionVsFsync},
+	}
+	for _, n := range actClientCounts {
+		for _, st := range journalStyles {
+			ops = append(ops, struct {
+				name string
+				run  func(*testing.B)
+			}{fmt.Sprintf("clients=%d/style=%s", n, st.name), func(b *testing.B) { benchDurable(b, n, st.open) }})
+		}
+	}
+	if os.Getenv(reverseEnv) == "1" {
+		slices.Reverse(ops)
+	}
+	for _, op := range ops {
+		b.Run(op.name, op.run)
+	}
+}
+
+// benchActionVsFsync alternates, in one loop, a bare fsync of a record's
+// size and one durable action through the journal (one client), which
+// goes first changing every time: both see the disk at the same moments,
+// so their ratio holds on a disk whose speed drifts. It reports both
+// medians and means, and the ratios (x-p50, x-mean: action ÷ fsync).
+func benchActionVsFsync(b *testing.B) {
+	dir := b.TempDir()
+	f, err := os.OpenFile(filepath.Join(dir, "f"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	j := journalStyles[0].open(b, filepath.Join(dir, "journal.db"))
+	defer j.Close()
+	buf := make([]byte, 300)
+	h := sha256.Sum256([]byte("payload"))
+	var syncs, actions []time.Duration
+	fsync := func() {
+		t0 := time.Now()
+		if _, err := f.WriteAt(buf, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		syncs = append(syncs, time.Since(t0))
+	}
+	act := func(i int) {
+		k := journal.Key{Scope: "k\x00s", RequestID: fmt.Sprint("r", i)}
+		t0 := time.Now()
+		if err := j.Reserve(k, h, "click"); err != nil {
+			b.Fatal(err)
+		}
+		if err := j.Settle(k, journal.OutcomeSucceeded, journal.DispatchObserved); err != nil {
+			b.Fatal(err)
+		}
+		actions = append(actions, time.Since(t0))
+	}
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			fsync()
+			act(i)
+		} else {
+			act(i)
+			fsync()
+		}
+		i++
+	}
+	mean := func(d []time.Duration) float64 {
+		var sum time.Duration
+		for _, x := range d {
+			sum += x
+		}
+		return float64(sum) / float64(len(d))
+	}
+	slices.Sort(syncs)
+	slices.Sort(actions)
+	p50 := func(d []time.Duration) float64 { return float64(d[(len(d)-1)/2]) / float64(time.Millisecond) }
+	b.ReportMetric(p50(actions), "action-ms-p50")
+	b.ReportMetric(p50(syncs), "fsync-ms-p50")
+	b.ReportMetric(p50(actions)/p50(syncs), "x-p50")
+	b.ReportMetric(mean(actions)/mean(syncs), "x-mean")
+}
+
+// durableJournal is what BenchmarkJournal drives: Reserve, then Settle.
+type durableJournal interface {
+	Reserve(k journal.Key, hash [32]byte, kind string) error
+	Settle(k journal.Key, outcome, dispatch string) error
+	Close() error
+}
+
+// journalStyles are the two journals of BenchmarkJournal.
+var journalStyles = []struct {
+	name string
+	open func(tb testing.TB, path string) durableJournal
+}{
+	{"group", func(tb testing.TB, path string) durableJournal {
+		j := journal.Open(path, journal.Options{MaxEntries: 1 << 30, MaxBytes: 1 << 40})
+		if p := j.Err(); p != nil {
+			tb.Fatal(p)
+		}
+		return j
+	}},
+	{"commit", func(tb testing.TB, path string) durableJournal { return openCommitJournal(tb, path) }},
+}
+
+// benchDurable runs b.N durable actions through a fresh journal, handed
+// out to n clients acting back to back.
+func benchDurable(b *testing.B, n int, open func(testing.TB, string) durableJournal) {
+	j := open(b, filepath.Join(b.TempDir(), "journal.db"))
+	defer j.Close()
+	var next atomic.Int64
+	took := make([][]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for c := range n {
+		wg.Go(func() {
+			h := sha256.Sum256([]byte("payload"))
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				k := journal.Key{Scope: fmt.Sprintf("%064x\x00s%d", c, c), RequestID: fmt.Sprint("r", i)}
+				t0 := time.Now()
+				if err := j.Reserve(k, h, "click"); err != nil {
+					errs[c] = err
+					return
+				}
+				if err := j.Settle(k, journal.OutcomeSucceeded, journal.DispatchObserved); err != nil {
+					errs[c] = err
+					return
+				}
+				took[c] = append(took[c], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "actions/s")
+	reportPercentiles(b, slices.Concat(took...))
+}
+
+// commitJournal models the journal before its write-ahead log: every
+// Reserve and Settle is a read transaction, then a bbolt commit (dirty
+// pages, fdatasync, meta page, fdatasync), under one writer lock. Records
+// are as the journal's: a 32-byte MAC key, and a MAC and canonical JSON of
+// the same fields as the value.
+type commitJournal struct {
+	mu     sync.Mutex
+	db     *bolt.DB
+	secret []byte
+}
+
+var commitBucket = []byte("records")
+
+func openCommitJournal(tb testing.TB, path string) *commitJournal {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(commitBucket); return err }); err != nil {
+		tb.Fatal(err)
+	}
+	return &commitJournal{db: db, secret: bytes.Repeat([]byte{0x5e}, 32)}
+}
+
+func (c *commitJournal) mac(parts ...string) []byte {
+	m := hmac.New(sha256.New, c.secret)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
+// value is a record's MAC and JSON, as the journal stores it.
+func (c *commitJournal) value(key []byte, hash [32]byte, state, dispatch, outcome string, reservedAt, settledAt int64) []byte {
+	pad := c.mac("hash", string(key))
+	for i := range hash {
+		hash[i] ^= pad[i]
+	}
+	js, _ := json.Marshal(struct {
+		V          int    `json:"v"`
+		Hash       string `json:"hash"`
+		Kind       string `json:"kind"`
+		State      string `json:"state"`
+		Dispatch   string `json:"dispatch"`
+		Outcome    string `json:"outcome,omitempty"`
+		ReservedAt int64  `json:"reservedAt"`
+		SettledAt  int64  `json:"settledAt,omitempty"`
+	}{1, hex.EncodeToString(hash[:]), "click", state, dispatch, outcome, reservedAt, settledAt})
+	return append(c.mac("record", string(key), string(js)), js...)
+}
+
+// put commits key = val if the stored value is still want.
+func (c *commitJournal) put(key, want, val []byte) error {
+	return c.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(commitBucket)
+		if !bytes.Equal(b.Get(key), want) {
+			return errors.New("the record changed under the writer lock")
+		}
+		return b.Put(key, val)
+	})
+}
+
+func (c *commitJournal) get(key []byte) (v []byte) {
+	c.db.View(func(tx *bolt.Tx) error { v = bytes.Clone(tx.Bucket(commitBucket).Get(key)); return nil })
+	return v
+}
+
+func (c *commitJournal) Reserve(k journal.Key, hash [32]byte, kind string) error {
+	key := c.mac("key", k.Scope, k.RequestID)
+	val := c.value(key, hash, journal.StateReserved, journal.DispatchUnknown, "", time.Now().UnixNano(), 0)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.get(key) != nil {
+		return errors.New("duplicate")
+	}
+	return c.put(key, nil, val)
+}
+
+func (c *commitJournal) Settle(k journal.Key, outcome, dispatch string) error {
+	key := c.mac("key", k.Scope, k.RequestID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.get(key)
+	if old == nil {
+		return errors.New("settle without a reservation")
+	}
+	val := c.value(key, sha256.Sum256(nil), journal.StateSettled, dispatch, outcome, time.Now().UnixNano(), time.Now().UnixNano())
+	return c.put(key, old, val)
+}
+
+func (c *commitJournal) Close() error { return c.db.Close() }

@@ -99,11 +99,14 @@ func TestSoak(t *testing.T) {
 		}
 	})
 	var peak soakSample
-	deadline := time.Now().Add(d)
+	start := time.Now()
+	deadline := start.Add(d)
+	every := max(5*time.Second, d/20)
 	for time.Now().Before(deadline) {
-		time.Sleep(min(5*time.Second, time.Until(deadline)))
+		time.Sleep(min(every, time.Until(deadline)))
 		s := sample(t, b, pid)
 		peak = peak.max(s)
+		t.Logf("%5.0fs: %s", time.Since(start).Seconds(), s)
 	}
 	stop.Store(true)
 	wg.Wait()
