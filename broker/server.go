@@ -56,6 +56,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/dsh-browser/broker/activity"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/rpc"
@@ -151,6 +152,9 @@ type Server struct {
 	started time.Time
 	shed    rateLimited // warns about shed sockets at most once a minute
 
+	activity *activity.Log // the owner's activity log, nil without a state directory
+	owner    ownerEvents   // owner.changed to the consoles
+
 	services []service.Service
 	kinds    map[string]service.Service // by kind name
 	methods  map[string]route           // client methods of every service, and broker.*
@@ -213,6 +217,8 @@ func New(cfg Config) (*Server, error) {
 		if p := s.journal.Err(); p != nil {
 			s.log.Error("the action journal is unavailable: actions are refused until it is fixed", "reason", p.Reason, "fix", p.Fix)
 		}
+		s.activity = activity.Open(filepath.Join(cfg.StateDir, activity.FileName),
+			activity.Options{Logger: cfg.Logger, OnChange: func() { s.ownerChanged(topicLog) }})
 	}
 	if err := s.bind(cfg.Services); err != nil {
 		s.close()
@@ -225,6 +231,7 @@ func New(cfg Config) (*Server, error) {
 // client methods, refusing a kind or a method name registered twice.
 func (s *Server) bind(regs []service.Register) error {
 	s.methods = brokerMethods()
+	s.methods[wire.BrokerConsole] = route{Method: service.Method{Handle: s.openConsole}}
 	s.caps = []string{wire.CapOrderedIDs}
 	if s.cfg.Admission == AdmissionPrompt {
 		s.caps = append(s.caps, wire.CapAdmission)
@@ -263,6 +270,9 @@ func (s *Server) close() {
 	if s.journal != nil {
 		s.journal.Close()
 	}
+	if s.activity != nil {
+		s.activity.Close()
+	}
 	s.lock.Close()
 }
 
@@ -275,6 +285,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		jctx, stop := context.WithCancel(ctx)
 		defer stop()
 		go s.journal.Run(jctx) // hourly compaction
+	}
+	if s.activity != nil {
+		actx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.activity.Run(actx) // drops entries past their age hourly
 	}
 
 	ln := s.cfg.Listener

@@ -1,7 +1,8 @@
 // The popup shows the connection and the controlled tabs. Allow gives prior
 // consent for the tab shown (its current origin): a claim of it is then
 // granted without the approval window. Stop revokes every lease at once and
-// forgets every consent (the worker does the work).
+// forgets every consent (the worker does the work); the console shows the
+// rest.
 const status = document.getElementById('status');
 const list = document.getElementById('tabs');
 const here = document.getElementById('here');
@@ -33,6 +34,11 @@ document.getElementById('allow').addEventListener('click', async () => {
 document.getElementById('stop').addEventListener('click', async () => {
   await chrome.runtime.sendMessage({ type: 'popup.stop' });
   await render();
+});
+
+document.getElementById('console').addEventListener('click', async () => {
+  await chrome.runtime.sendMessage({ type: 'popup.console' });
+  window.close();
 });
 
 render();

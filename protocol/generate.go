@@ -68,6 +68,7 @@ func ExtensionModule() []byte {
 		{"RUNTIME", browser.CapRuntime},
 		{"PERSONAL_MODE", browser.CapPersonalMode},
 		{"ORDERED_IDS", wire.CapOrderedIDs},
+		{"OWNER_CONSOLE", wire.CapOwnerConsole},
 	})
 	object("METHOD", "Provider methods the broker calls.", [][2]any{
 		{"TABS_LIST", browser.ProviderTabsList},
@@ -88,10 +89,17 @@ func ExtensionModule() []byte {
 		{"DOM_READ", browser.ProviderDOMRead},
 		{"PAGE_NAVIGATE", browser.ProviderNavigate},
 		{"CDP", browser.ProviderCDP},
+		{"CONSOLE_OPEN", wire.ConsoleOpen},
 	})
 	object("EVENT", "Provider events the broker handles.", [][2]any{
 		{"LEASE_REVOKED", browser.ProviderEventLeaseRevoked},
 		{"PAGE_CHANGED", browser.ProviderEventPageChanged},
+	})
+	object("OWNER", "The owner's console: requests an owner surface sends the broker, and its event.", [][2]any{
+		{"STATE", wire.OwnerState},
+		{"STOP", wire.OwnerStop},
+		{"LOG", wire.OwnerLog},
+		{"CHANGED", wire.OwnerChanged},
 	})
 	keys := make([]string, 0, len(browser.NamedKeys))
 	for k := range browser.NamedKeys {

@@ -44,6 +44,7 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 	if f == nil {
 		return retry, err
 	}
+	ctx = withLogged(ctx, r.logAction(c, req.Action, -1))
 	var res *browser.ActionResult
 	if idt.durable {
 		res, err = r.actDurable(ctx, owner, idt, req, timeout)
@@ -91,11 +92,15 @@ func (r *Runtime) run(ctx context.Context, owner lease.Owner, req browser.Action
 	if err != nil {
 		return nil, err
 	}
+	g := loggedFrom(ctx)
+	g.begin(l, p, req) // before the intent: the log knows what the journal knows
 	if res := reserve(); res != nil {
+		g.end(res)
 		return res, nil
 	}
 	res := r.perform(ctx, l, p, prov, req, timeout)
 	settle(res)
+	g.end(res)
 	return res, nil
 }
 

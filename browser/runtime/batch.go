@@ -159,11 +159,15 @@ func (b *batch) run(ctx context.Context, timeout time.Duration) (*browser.BatchR
 }
 
 // step asks the client to approve step i, then runs it as a child action
-// with its own fence, under the plan's queue slot and deadline.
-func (b *batch) step(ctx context.Context, l *lease.Lease, p *page, prov Provider, i int, st browser.BatchStep) *browser.ActionResult {
+// with its own fence, under the plan's queue slot and deadline. Each step
+// is an entry of the activity log, a refused one too.
+func (b *batch) step(ctx context.Context, l *lease.Lease, p *page, prov Provider, i int, st browser.BatchStep) (res *browser.ActionResult) {
 	r := b.r
 	child := browser.ActionRequest{RequestID: b.childID(i), LeaseID: b.req.LeaseID, DocumentEpoch: b.req.DocumentEpoch, Action: st.Action, TimeoutMs: st.TimeoutMs}
-	res := &browser.ActionResult{RequestID: child.RequestID}
+	res = &browser.ActionResult{RequestID: child.RequestID}
+	g := r.logAction(b.c, st.Action, i)
+	g.begin(l, p, child) // before the step's intent is journaled
+	defer func() { g.end(res) }()
 	if _, err := r.leases.Get(b.owner, b.req.LeaseID); err != nil {
 		return refuse(res, err)
 	}

@@ -88,7 +88,7 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *brows
 	}
 	obs := &browser.Observation{
 		Format: "full", Cursor: randomCursor(), Tab: l.Tab, URL: read.URL, Title: read.Title,
-		DocumentEpoch: read.DocumentEpoch, Revision: p.observed(read.DocumentEpoch),
+		DocumentEpoch: read.DocumentEpoch, Revision: p.observed(read.DocumentEpoch, read.URL),
 		Nodes: []browser.NodeRef{}, Text: []string{}, Truncated: read.Truncated, Scope: browser.Scope{Kind: "document"},
 	}
 	if q != nil {
@@ -151,7 +151,7 @@ func (r *Runtime) observeSubtree(ctx context.Context, l *lease.Lease, p *page, p
 	if sel != nil {
 		obs.Revision, obs.Scope.FrameID = p.observedFrame(), sel.FrameID
 	} else {
-		obs.Revision = p.observed(read.DocumentEpoch)
+		obs.Revision = p.observed(read.DocumentEpoch, read.URL)
 	}
 	project(obs, minter, read.Nodes, q != nil)
 	return obs, nil

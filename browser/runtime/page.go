@@ -42,6 +42,7 @@ type page struct {
 
 	mu       sync.Mutex
 	epoch    string
+	url      string // of the document last observed (its origin is the activity log's)
 	revision int64
 	queued   int // operations holding or waiting for the queue slot
 	refs     map[string]*target
@@ -99,11 +100,12 @@ func (p *page) changes() <-chan struct{} {
 	return p.wake
 }
 
-// observed records a new read of the page: a new epoch forgets every ref.
-// It returns the new revision.
-func (p *page) observed(epoch string) int64 {
+// observed records a new read of the page at url: a new epoch forgets
+// every ref. It returns the new revision.
+func (p *page) observed(epoch, url string) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.url = url
 	if epoch != p.epoch {
 		p.epoch = epoch
 		clear(p.refs)
@@ -135,6 +137,17 @@ func (p *page) ref(t target) string {
 	p.refs[id] = &t
 	p.byKey[k] = id
 	return id
+}
+
+// origin is the origin of the document last observed on the page: under a
+// tab-scoped lease the tab may have left the origin it was claimed on.
+func (p *page) origin(l *lease.Lease) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if o, ok := httpOrigin(p.url); ok {
+		return o
+	}
+	return l.Origin
 }
 
 // observedFrame counts a read of a child frame: a new revision, while the

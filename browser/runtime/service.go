@@ -25,6 +25,11 @@ func Register(cfg Config) service.Register {
 		if cfg.Logger == nil {
 			cfg.Logger = h.Logger()
 		}
+		if o, ok := h.(service.Overseer); ok && cfg.Activity == nil {
+			if a := o.Activity(); a != nil { // not a typed nil in the interface
+				cfg.Activity = a
+			}
+		}
 		if cfg.Personal && len(cfg.AllowOrigins) > 0 {
 			return nil, errors.New("--allow-origin applies to restricted mode only; personal mode allows every HTTP(S) tab")
 		}

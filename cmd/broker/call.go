@@ -238,6 +238,13 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	} else {
 		fmt.Fprintf(tw, "journal\tnone (action fences kept in memory)\n")
 	}
+	if a := st.Activity; a != nil {
+		if a.Problem != nil {
+			fmt.Fprintf(tw, "activity log\tUNAVAILABLE: %s (%s); actions are shown for this run only\n", a.Problem.Reason, a.Problem.Fix)
+		} else {
+			fmt.Fprintf(tw, "activity log\t%s (%d actions; broker log, or the browser's console)\n", a.Path, a.Entries)
+		}
+	}
 	tw.Flush()
 	if len(st.Pending) > 0 {
 		fmt.Fprintln(stdout)

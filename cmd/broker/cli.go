@@ -19,6 +19,8 @@ Usage:
   broker call METHOD [PARAMS_JSON]  send one request and print its value as JSON
   broker mcp [flags]                serve the browser as MCP tools on stdio (for AI hosts)
   broker status                     show the broker, its browsers, leases and journal
+  broker console                    open the owner's console in the browser (agents, questions, Stop)
+  broker log [--follow]             show what agents asked the browser to do
   broker term [-- COMMAND…]         run your shell as a terminal you may share with agents
   broker journal reset              move an unusable action journal aside (broker stopped)
   broker help [COMMAND]             show help
@@ -40,6 +42,8 @@ func init() {
 	commands = map[string]command{
 		"app":       {"install, open and manage Snug micro-apps", runApp},
 		"call":      {"send one request and print its value", runCall},
+		"console":   {"open the owner's console in the browser", runConsole},
+		"log":       {"show what agents asked the browser to do", runLog},
 		"install":   {"register the native host and user service", runInstall},
 		"journal":   {"reset an unusable action journal", runJournal},
 		"mcp":       {"serve the browser as MCP tools on stdio", runMCP},

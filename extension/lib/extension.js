@@ -7,6 +7,7 @@ import { CAP, LIMITS, METHOD } from './protocol.js';
 import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
 import { createApprovals, ADMIT_WINDOW } from './approval.js';
 import { createConsents } from './consent.js';
+import { createOwner } from './owner.js';
 import * as ax from './ax.js';
 import * as input from './input.js';
 import * as dom from './dom.js';
@@ -17,7 +18,7 @@ import { encodeJpeg } from './image.js';
 
 const CAPABILITIES = [CAP.LEASE_FENCING, CAP.LEASE_TAB_SCOPE, CAP.AX_READ, CAP.AX_FIND, CAP.INPUT_NAMED_KEYS,
   CAP.FRAMES_LIST, CAP.CAPTURE, CAP.AX_PAGE, CAP.FRAME_READ, CAP.FRAME_INPUT, CAP.ORDERED_IDS,
-  CAP.DOM_READ, CAP.INPUT_SCROLL, CAP.INPUT_WHEEL, CAP.INPUT_SELECT, CAP.PAGE_NAVIGATE];
+  CAP.DOM_READ, CAP.INPUT_SCROLL, CAP.INPUT_WHEEL, CAP.INPUT_SELECT, CAP.PAGE_NAVIGATE, CAP.OWNER_CONSOLE];
 const REQUIRED_CAPABILITIES = [CAP.RUNTIME];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
@@ -50,8 +51,8 @@ export function createExtension(chrome, {
   encodeImage = encodeJpeg, // the Node tests pass a recorder: they have no canvas
 } = {}) {
   const identity = browserIdentity(navigator);
-  const approvals = createApprovals({ chrome, timers, uuid });
   const consents = createConsents();
+  const approvals = createApprovals({ chrome, timers, uuid, now, onChange: () => owner.changed(['questions']) });
   const gates = createGates({ chrome, timers, now, emit: (conn, event, value) => transport.emit(conn, event, value) });
   const transport = createTransport({
     chrome, timers, uuid,
@@ -66,7 +67,10 @@ export function createExtension(chrome, {
       return methods[method](conn, params, signal);
     },
     onClose: (conn) => gates.dropConnection(conn),
+    onEvent: (event, value) => owner.changed(Array.isArray(value?.topics) ? value.topics.filter((t) => typeof t === 'string') : []),
+    onStatus: () => owner.changed(['connection']),
   });
+  const owner = createOwner({ chrome, transport, approvals, gates });
 
   const getTab = (tabId) => orFail(chrome.tabs.get(tabId), 'STALE_TARGET');
 
@@ -379,6 +383,7 @@ export function createExtension(chrome, {
       },
       navigate,
     ),
+    [METHOD.CONSOLE_OPEN]: () => owner.open(),
   };
   // Every provider method the broker calls (protocol.js) has a handler.
   for (const m of Object.values(METHOD)) {
@@ -412,6 +417,7 @@ export function createExtension(chrome, {
   chrome.tabs.onRemoved.addListener(consents.onRemoved);
   chrome.tabs.onUpdated.addListener(consents.onUpdated);
   chrome.windows.onRemoved.addListener(approvals.onWindowRemoved);
+  chrome.runtime.onConnect.addListener(owner.onConnect);
   chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
     switch (msg?.type) {
       case 'approval.get':
@@ -428,6 +434,9 @@ export function createExtension(chrome, {
         return false;
       case 'popup.allow': // the owner allows the tab the popup showed, for its current origin
         chrome.tabs.get(msg.tabId).then((tab) => consents.allow(tab), () => false).then(sendResponse);
+        return true;
+      case 'popup.console':
+        owner.open().then(() => sendResponse(true), () => sendResponse(false));
         return true;
     }
     return false;

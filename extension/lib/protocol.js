@@ -21,6 +21,7 @@ export const CAP = Object.freeze({
   RUNTIME: "runtime.v1",
   PERSONAL_MODE: "broker.personal-mode.v1",
   ORDERED_IDS: "transport.ordered-ids.v1",
+  OWNER_CONSOLE: "owner.console.v1",
 });
 
 // Provider methods the broker calls.
@@ -43,12 +44,21 @@ export const METHOD = Object.freeze({
   DOM_READ: "dom.read",
   PAGE_NAVIGATE: "page.navigate",
   CDP: "cdp",
+  CONSOLE_OPEN: "console.open",
 });
 
 // Provider events the broker handles.
 export const EVENT = Object.freeze({
   LEASE_REVOKED: "lease.revoked",
   PAGE_CHANGED: "page.changed",
+});
+
+// The owner's console: requests an owner surface sends the broker, and its event.
+export const OWNER = Object.freeze({
+  STATE: "owner.state",
+  STOP: "owner.stop",
+  LOG: "owner.log",
+  CHANGED: "owner.changed",
 });
 
 // Keys input.key presses.

@@ -86,6 +86,9 @@ export function fakeChrome() {
     runtime: {
       lastError: undefined,
       onMessage: new FakeEvent(),
+      onConnect: new FakeEvent(),
+      id: 'fake-id',
+      getURL: (path) => `chrome-extension://fake-id/${path}`,
       connectNative: () => {
         const p = new FakePort();
         c.ports.push(p);
@@ -126,6 +129,11 @@ export function fakeChrome() {
         Object.assign(tabs.get(id), props);
         return { ...tabs.get(id) };
       },
+      create: async ({ url }) => {
+        const id = 1000 + tabs.size;
+        tabs.set(id, { id, url, title: '', active: true, windowId: 1 });
+        return { ...tabs.get(id) };
+      },
     },
     action: {
       setBadgeText: async ({ tabId, text }) => {
@@ -143,6 +151,7 @@ export function fakeChrome() {
         const w = c.windows_.find((x) => x.id === id);
         if (w) w.closed = true;
       },
+      update: async (id, props) => ({ id, ...props }),
       get: async (id) => {
         const w = c.windows_.find((x) => x.id === id && !x.closed);
         if (!w) throw new Error(`No window with id: ${id}.`);
