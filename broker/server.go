@@ -56,7 +56,9 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/dsh-browser/broker/internal/ownersock"
 	"github.com/dsh-browser/broker/internal/paths"
+	"github.com/dsh-browser/broker/internal/refusal"
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
@@ -114,7 +116,7 @@ func (cfg *Config) validate() error {
 	if cfg.SocketPath == "" {
 		cfg.SocketPath = filepath.Join(cfg.RuntimeDir, paths.SocketName)
 	}
-	if len(cfg.SocketPath) > 107 {
+	if len(cfg.SocketPath) > ownersock.MaxPath {
 		return fmt.Errorf("socket path %s is %d bytes; Unix sockets allow 107: choose a shorter --runtime-dir", cfg.SocketPath, len(cfg.SocketPath))
 	}
 	if cfg.MaxConnections <= 0 {
@@ -151,6 +153,8 @@ type Server struct {
 	started time.Time
 	shed    rateLimited // warns about shed sockets at most once a minute
 
+	refusals refusal.Log
+
 	services []service.Service
 	kinds    map[string]service.Service // by kind name
 	methods  map[string]route           // client methods of every service, and broker.*
@@ -173,13 +177,13 @@ type Server struct {
 // and refuses actions with JOURNAL_UNAVAILABLE, and says why in the log and
 // in broker status.
 func New(cfg Config) (*Server, error) {
-	if err := checkPlatform(); err != nil {
+	if err := ownersock.Supported(); err != nil {
 		return nil, err
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := ensurePrivateDir(cfg.RuntimeDir); err != nil {
+	if err := ownersock.EnsurePrivateDir(cfg.RuntimeDir); err != nil {
 		return nil, err
 	}
 	token, err := loadOrCreateToken(paths.Token(cfg.RuntimeDir))
@@ -191,14 +195,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		lock:    lock,
-		token:   token,
-		started: time.Now(),
-		kinds:   make(map[string]service.Service),
-		peers:   make(map[*peer]struct{}),
-		unauth:  make(map[*peer]struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		refusals: refusal.New(cfg.Logger, false, refusal.EnvBroker),
+		lock:     lock,
+		token:    token,
+		started:  time.Now(),
+		kinds:    make(map[string]service.Service),
+		peers:    make(map[*peer]struct{}),
+		unauth:   make(map[*peer]struct{}),
 
 		providerJoined: make(chan struct{}),
 	}
@@ -281,7 +286,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	ownSocket := ln == nil
 	if ownSocket {
 		var err error
-		if ln, err = listenUnix(s.cfg.SocketPath); err != nil {
+		if ln, err = ownersock.Listen(s.cfg.SocketPath); err != nil {
 			return err
 		}
 	}
@@ -341,7 +346,7 @@ func (s *Server) admit(c net.Conn) {
 		c.Close()
 		return
 	}
-	uid, pid, err := peerCred(c)
+	uid, pid, err := ownersock.PeerCred(c)
 	if err != nil || uid != os.Getuid() {
 		s.sockets.Add(-1)
 		s.refuse("peer is another user", "uid", uid, "pid", pid, "err", err)
@@ -423,16 +428,10 @@ func (s *Server) authenticated(p *peer) {
 	s.mu.Unlock()
 }
 
-// refuse logs a refused connection or request. Refusals are generic on the
-// wire; their reasons go to the log at debug level, or to stderr when
+// refuse logs a refused connection or request (package refusal): generic
+// on the wire, its reason at debug level, or at warn level with
 // DSH_TRACE_REFUSALS=1.
-func (s *Server) refuse(reason string, args ...any) {
-	if os.Getenv("DSH_TRACE_REFUSALS") == "1" {
-		s.log.Warn("refused: "+reason, args...)
-		return
-	}
-	s.log.Debug("refused: "+reason, args...)
-}
+func (s *Server) refuse(reason string, args ...any) { s.refusals.Refuse(reason, args...) }
 
 // shedding logs sockets closed to protect the caps: at warn level (the
 // owner should know the broker is under pressure), at most once a minute
