@@ -273,9 +273,14 @@ func (s *Server) close() {
 
 // Serve accepts connections until ctx is cancelled, then shuts down: it
 // closes the listener, closes every connection (their pending work is
-// cancelled) and waits for them. It returns nil after a clean shutdown.
-func (s *Server) Serve(ctx context.Context) error {
+// cancelled) and waits for them and for the services' runners
+// (service.Runner). It returns nil after a clean shutdown, and a runner's
+// error if one failed.
+func (s *Server) Serve(parent context.Context) error {
 	defer s.close()
+	// A service's Runner that fails stops the broker with its error.
+	ctx, stopAll := context.WithCancelCause(parent)
+	defer stopAll(nil)
 	if s.journal != nil {
 		jctx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -295,6 +300,7 @@ func (s *Server) Serve(ctx context.Context) error {
 
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	runners := s.startRunners(ctx, stopAll)
 	acceptErr := s.acceptLoop(ctx, ln)
 
 	daemon.SdNotify(false, daemon.SdNotifyStopping)
@@ -309,10 +315,35 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	s.conns.Wait()
-	if ctx.Err() != nil {
+	stopAll(nil)
+	runners.Wait()
+	if err := context.Cause(ctx); parent.Err() == nil && err != nil && !errors.Is(err, context.Canceled) {
+		return err // a Runner failed
+	}
+	if parent.Err() != nil {
 		return nil
 	}
 	return acceptErr
+}
+
+// startRunners starts the Run of every service that has one (see
+// service.Runner). One that fails cancels ctx with its error.
+func (s *Server) startRunners(ctx context.Context, fail context.CancelCauseFunc) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for _, svc := range s.services {
+		r, ok := svc.(service.Runner)
+		if !ok {
+			continue
+		}
+		kind := svc.Kind().Name
+		wg.Go(func() {
+			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("a provider kind's service failed; stopping", "kind", kind, "err", err)
+				fail(fmt.Errorf("the %s service: %w", kind, err))
+			}
+		})
+	}
+	return &wg
 }
 
 func (s *Server) acceptLoop(ctx context.Context, ln net.Listener) error {

@@ -236,7 +236,22 @@ func hasVar(env []string, name string) bool {
 func (s *Session) Dir() string { return s.cfg.Dir }
 
 // ID returns the session's name on the agent socket.
-func (s *Session) ID() string { return s.id }
+func (s *Session) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// SetID renames the session: a broker names the sessions it relays (so
+// that two windows are two tabs), and a session that registers again
+// after the broker restarted may get another name. Do it before
+// [Session.Subscribe]; the owner bar shows the new name.
+func (s *Session) SetID(id string) {
+	s.mu.Lock()
+	s.id = id
+	s.mu.Unlock()
+	s.notifyOwner()
+}
 
 // Done is closed when the program has exited and its output is read.
 func (s *Session) Done() <-chan struct{} { return s.done }
