@@ -117,12 +117,17 @@ func (s *Service) ClientGone(uint64) {}
 // namePattern is what a session name asked for may look like.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 
+// ValidName reports whether a provider may ask for name: at most
+// [MaxName] bytes of letters, digits, _ and -, starting with a letter or a
+// digit.
+func ValidName(name string) bool { return len(name) <= MaxName && namePattern.MatchString(name) }
+
 // attach serves term.attach: it names the provider's session (the name
 // asked for if free, else the first free of t1, t2, …) and attaches it to
 // the agent socket. A provider attaches once.
 func (s *Service) attach(_ context.Context, p service.Provider, params json.RawMessage) (any, error) {
 	var in AttachParams
-	if err := json.Unmarshal(params, &in); err != nil || len(in.Name) > MaxName || (in.Name != "" && !namePattern.MatchString(in.Name)) {
+	if err := json.Unmarshal(params, &in); err != nil || (in.Name != "" && !ValidName(in.Name)) {
 		s.refusals.Refuse("term.attach with a malformed name", "instance", p.InstanceID())
 		return nil, wire.Err(wire.CodeInvalidRequest)
 	}
