@@ -133,6 +133,7 @@ type Session struct {
 	execs        map[string]*execution
 	history      map[historyKey][]string
 	attention    map[uint64]*attention
+	clients      map[string]*clientQuestion
 	lineDirty    bool // the person typed on the current line and has not submitted it
 	// typed is what each agent typed in autopilot since its last Enter,
 	// while that is all there is to know of its line; nil once a key made
@@ -215,6 +216,7 @@ func Start(cfg Config) (*Session, error) {
 		execs:        map[string]*execution{},
 		history:      map[historyKey][]string{},
 		attention:    map[uint64]*attention{},
+		clients:      map[string]*clientQuestion{},
 		typed:        map[uint64][]rune{},
 	}
 	read := make(chan struct{})

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-browser/broker/admission"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/term/agentapi"
@@ -29,6 +30,9 @@ type Local interface {
 	agentapi.Session
 	// SetID renames the session to the name the broker gave it.
 	SetID(id string)
+	// AskClient asks the owner whether a program may use the broker, and
+	// waits for the answer until ctx ends.
+	AskClient(ctx context.Context, label string) (bool, error)
 }
 
 // LinkConfig configures [Link].
@@ -172,11 +176,32 @@ type link struct {
 	conns map[uint64]bool // agent connections the broker told of
 }
 
-// Handle serves term.call.
+// Handle serves term.call, and the broker's admission questions about
+// its clients.
 func (l *link) Handle(ctx context.Context, req *rpc.Request) (any, error) {
-	if req.Method != MethodCall {
-		return nil, wire.Err(wire.CodeInvalidRequest)
+	switch req.Method {
+	case MethodCall:
+		return l.call(ctx, req)
+	case admission.ProviderMethod:
+		var p struct {
+			Connection struct {
+				Label string `json:"label"`
+			} `json:"connection"`
+		}
+		if json.Unmarshal(req.Params, &p) != nil || p.Connection.Label == "" {
+			return nil, wire.Err(wire.CodeInvalidRequest)
+		}
+		allowed, err := l.sess.AskClient(ctx, p.Connection.Label)
+		if err != nil {
+			return nil, wire.Err(wire.CodeCancelled)
+		}
+		return map[string]bool{"allowed": allowed}, nil
 	}
+	return nil, wire.Err(wire.CodeInvalidRequest)
+}
+
+// call relays one agent method to the session.
+func (l *link) call(ctx context.Context, req *rpc.Request) (any, error) {
 	var ar agentapi.Request
 	if err := json.Unmarshal(req.Params, &ar); err != nil {
 		return nil, wire.Err(wire.CodeInvalidRequest)

@@ -21,6 +21,7 @@
 //	broker → provider  event    term.release {conn}
 //	broker → provider  event    term.peers   {peers}
 //	provider → broker  event    term.event   agentapi.Event
+//	broker → provider  request  admission.request {connection:{id,label}} → {allowed}
 //
 // After term.attach the provider takes the session name the broker chose
 // and reports the session's events, starting with its state. A session's

@@ -33,7 +33,7 @@ type daemon struct {
 // startBroker runs a broker with the terminal kind in dir (a fresh one if
 // ""). With owner false no process is an owner executable, so the test's
 // own providers are not owner surfaces.
-func startBroker(t *testing.T, dir string, owner bool) *daemon {
+func startBroker(t *testing.T, dir string, owner bool, admission ...string) *daemon {
 	t.Helper()
 	if dir == "" {
 		d, err := os.MkdirTemp("", "ts")
@@ -47,6 +47,9 @@ func startBroker(t *testing.T, dir string, owner bool) *daemon {
 	cfg := broker.Config{RuntimeDir: dir, Services: []service.Register{
 		termsvc.Register(termsvc.Config{AgentSocket: d.agentSocket}),
 	}}
+	if len(admission) > 0 {
+		cfg.Admission = admission[0]
+	}
 	if !owner {
 		cfg.OwnerExecutables = []string{filepath.Join(dir, "no-such-program")}
 	}
@@ -70,7 +73,10 @@ func startBroker(t *testing.T, dir string, owner bool) *daemon {
 	deadline := time.Now().Add(termtest.Timeout)
 	for {
 		_, err1 := os.Stat(filepath.Join(dir, paths.SocketName))
-		_, err2 := os.Stat(d.agentSocket)
+		c, err2 := net.Dial("unix", d.agentSocket)
+		if err2 == nil {
+			c.Close()
+		}
 		if err1 == nil && err2 == nil {
 			return d
 		}
@@ -327,9 +333,9 @@ func TestOnlyAnOwnerSurfaceAdmits(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			forge(agentapi.Event{Session: "raw", Kind: agentapi.EventAdmission, Conn: conn, Allowed: true})
 			forge(agentapi.Event{Kind: agentapi.EventState, State: &agentapi.State{ID: "raw", Shared: true,
 				Participants: []uint64{conn}, Generation: 1, Surface: 1, Mode: agentapi.ModeCopilot, ProcessAlive: true}})
-			forge(agentapi.Event{Session: "raw", Kind: agentapi.EventAdmission, Conn: conn, Allowed: true})
 			if !owner {
 				// The answer was dropped: the connection is still pending,
 				// and its calls still wait for the owner.
@@ -337,12 +343,41 @@ func TestOnlyAnOwnerSurfaceAdmits(t *testing.T) {
 				a.WantCode("admission_pending", "sessions", nil)
 				return
 			}
-			a.WaitEvent("tools_changed", nil)
+			a.WaitEvent("tools_changed", func(m termtest.Msg) bool { return strings.Contains(string(m.Params), `"session":"raw"`) })
 			var sessions agentapi.SessionsResult
 			a.Must("sessions", nil, &sessions)
 			if sessions.Count != 1 || sessions.Sessions[0].ID != "raw" {
 				t.Fatalf("sessions %+v", sessions)
 			}
 		})
+	}
+}
+
+// Under --admission=prompt the broker asks an owner surface about each new
+// client; a terminal is one, and the owner answers in its bar.
+func TestBrokerAsksTheOwnerInTheBar(t *testing.T) {
+	d := startBroker(t, "", true, broker.AdmissionPrompt)
+	s, _ := linked(t, d.dir, "")
+	for _, allow := range []bool{true, false} {
+		dialed := make(chan error, 1)
+		go func() {
+			c, err := client.Dial(context.Background(), client.Options{RuntimeDir: d.dir, AdmissionWait: termtest.Timeout})
+			if err == nil {
+				c.Close()
+			}
+			dialed <- err
+		}()
+		q := termtest.WaitQuestion(t, s, session.AskClient, 0)
+		if !strings.Contains(q.Text, "asks to use the broker") || !strings.Contains(q.Label, "(pid ") {
+			t.Fatalf("question %+v", q)
+		}
+		s.Answer(allow)
+		err := <-dialed
+		if allow != (err == nil) || (!allow && !client.IsCode(err, wire.CodeAdmissionDenied)) {
+			t.Fatalf("answered %v: dial %v", allow, err)
+		}
+		if qs := s.Questions(); len(qs) != 0 {
+			t.Fatalf("questions left: %+v", qs)
+		}
 	}
 }
