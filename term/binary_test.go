@@ -1,12 +1,9 @@
 package term_test
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -20,26 +17,14 @@ import (
 // terminal, "local" in the bar.
 func TestBrokerTermBinary(t *testing.T) {
 	bin := filepath.Join(testenv.MustBinaries(t), "broker")
+	sh := termtest.Shell(t)
+	env := append(sh.Env, "DSH_RUNTIME_DIR="+testenv.ShortTempDir(t))
 	tm := termtest.NewTerminal(t, 24, 80)
 	before, err := unix.IoctlGetTermios(int(tm.Slave.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh := termtest.Shell(t)
-	cmd := exec.Command(bin, append([]string{"term", "--"}, sh.Command...)...)
-	cmd.Env, cmd.Dir = append(sh.Env, "DSH_RUNTIME_DIR="+testenv.ShortTempDir(t)), sh.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tm.Slave, tm.Slave, tm.Slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
+	p := termtest.StartProcess(t, tm, bin, env, sh.Dir, append([]string{"term", "--"}, sh.Command...)...)
 
 	tm.WaitBar("local | private | copilot | control: you")
 	tm.Type("echo typed-$((3*5))\r")
@@ -55,14 +40,8 @@ func TestBrokerTermBinary(t *testing.T) {
 	tm.Action('s')
 	tm.WaitBar("local | shared with 0")
 	tm.Type("exit 7\r")
-	select {
-	case <-exited:
-		ee, ok := waitErr.(*exec.ExitError)
-		if !ok || ee.ExitCode() != 7 {
-			t.Fatalf("broker term ended with %v, want exit status 7", waitErr)
-		}
-	case <-time.After(termtest.Timeout):
-		t.Fatal("broker term did not end with its shell")
+	if code := p.Wait(); code != 7 {
+		t.Fatalf("broker term ended with %d, want the shell's exit status 7", code)
 	}
 	after, err := unix.IoctlGetTermios(int(tm.Slave.Fd()), unix.TCGETS)
 	if err != nil {
