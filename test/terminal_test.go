@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/rpc"
@@ -230,6 +233,53 @@ func TestTerminalProviderWithTheTokenCannotAdmit(t *testing.T) {
 	}
 	prov.Call(ctx, termsvc.MethodAttach, termsvc.AttachParams{}) // answered after both events are read
 	a.WantCode("admission_pending", "sessions", nil)
+}
+
+// One MCP configuration gives an agent the terminals too: `broker mcp`
+// (driven by the Go MCP SDK's client over stdio, as a host runs it) lists
+// and reads the terminal a person shares with `broker term`, after the
+// person admits it in the bar.
+func TestMCPReachesSharedTerminals(t *testing.T) {
+	t.Parallel()
+	b := testenv.StartBroker(t)
+	agentSocket(t, b)
+	p := startTerm(t, b.RuntimeDir)
+	p.WaitBar("t1 | private")
+	p.Action('s')
+	p.WaitBar("t1 | shared with 0")
+
+	cmd := exec.Command(testenv.Binary(t, "broker"), "mcp", "--runtime-dir", b.RuntimeDir)
+	cmd.Stderr = &testenv.SyncBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*termtest.Timeout)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any) string {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if res.IsError {
+			t.Fatalf("%s: %s\nbroker mcp: %s", name, text, cmd.Stderr)
+		}
+		return text
+	}
+	listed := make(chan string, 1)
+	go func() { listed <- call("terminal_list", nil) }()
+	p.WaitBar(`"e2e-host" #`)
+	p.Action('y')
+	if out := <-listed; !strings.Contains(out, "session=t1") {
+		t.Fatalf("terminal_list: %s", out)
+	}
+	p.Type("echo seen-by-mcp\r")
+	p.WaitText("seen-by-mcp\n$")
+	if out := call("terminal_snapshot", nil); !strings.Contains(out, "\nseen-by-mcp\n") {
+		t.Fatalf("terminal_snapshot: %s", out)
+	}
 }
 
 // refuseAll is a provider handler that answers nothing.
