@@ -62,6 +62,22 @@ func Check(payload []byte) error {
 	return nil
 }
 
+// AppendEncoded appends the frame for a payload encoded by json.Marshal or
+// wire.Encode from marshalled parts, which is valid JSON by construction:
+// it checks the length and UTF-8 but does not scan the JSON again.
+func AppendEncoded(dst, payload []byte) ([]byte, error) {
+	switch {
+	case len(payload) == 0:
+		return dst, ErrEmpty
+	case len(payload) > MaxPayload:
+		return dst, &TooLargeError{Length: uint64(len(payload))}
+	case !utf8.Valid(payload):
+		return dst, ErrInvalidUTF8
+	}
+	dst = binary.NativeEndian.AppendUint32(dst, uint32(len(payload)))
+	return append(dst, payload...), nil
+}
+
 // Append appends the frame for payload to dst after checking it with [Check].
 func Append(dst, payload []byte) ([]byte, error) {
 	if err := Check(payload); err != nil {
@@ -86,11 +102,25 @@ func Write(w io.Writer, payload []byte) error {
 type Reader struct {
 	r   *bufio.Reader
 	hdr [HeaderSize]byte
+	// parsed: the caller parses every payload at once with a parser that
+	// refuses what is not JSON (wire.ParseEnvelope), so Read leaves that
+	// check to it instead of scanning each payload twice.
+	parsed bool
 }
 
 // NewReader returns a Reader that reads frames from r.
 func NewReader(r io.Reader) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// NewParsedReader returns a Reader for a caller that hands every payload to
+// a validating JSON parser at once (rpc, with wire.ParseEnvelope): it
+// checks lengths and UTF-8 like NewReader's and leaves the JSON check to
+// that parser, which refuses exactly what it would.
+func NewParsedReader(r io.Reader) *Reader {
+	fr := NewReader(r)
+	fr.parsed = true
+	return fr
 }
 
 // Read returns the next frame's payload. It returns io.EOF only when the
@@ -118,7 +148,7 @@ func (fr *Reader) Read() ([]byte, error) {
 	if !utf8.Valid(payload) {
 		return nil, ErrInvalidUTF8
 	}
-	if !json.Valid(payload) {
+	if !fr.parsed && !json.Valid(payload) {
 		return nil, ErrInvalidJSON
 	}
 	return payload, nil

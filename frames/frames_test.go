@@ -394,3 +394,30 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestParsedReaderLeavesJSONToTheParser: a parsed reader still refuses
+// what is empty, oversized or not UTF-8, and hands over the rest.
+func TestParsedReaderLeavesJSONToTheParser(t *testing.T) {
+	var buf bytes.Buffer
+	for _, p := range []string{`{"a":1}`, `not json`} {
+		binary.Write(&buf, binary.NativeEndian, uint32(len(p)))
+		buf.WriteString(p)
+	}
+	buf.Write([]byte{2, 0, 0, 0, 0xff, 0xfe})
+	fr := frames.NewParsedReader(&buf)
+	for _, want := range []string{`{"a":1}`, `not json`} {
+		got, err := fr.Read()
+		if err != nil || string(got) != want {
+			t.Fatalf("got %q %v, want %q", got, err, want)
+		}
+	}
+	if _, err := fr.Read(); !errors.Is(err, frames.ErrInvalidUTF8) {
+		t.Fatalf("invalid UTF-8: %v", err)
+	}
+	if _, err := frames.AppendEncoded(nil, nil); !errors.Is(err, frames.ErrEmpty) {
+		t.Fatalf("empty: %v", err)
+	}
+	if _, err := frames.AppendEncoded(nil, make([]byte, frames.MaxPayload+1)); err == nil {
+		t.Fatal("oversized payload framed")
+	}
+}

@@ -62,6 +62,7 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
+	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -103,6 +104,8 @@ type Server struct {
 	sessions map[*mcp.ServerSession]*session
 	// approvals are the batches in flight, by approvalId.
 	approvals map[string]*approval
+	// sampler is the session whose host answers app turns (apps.go).
+	sampler *mcp.ServerSession
 }
 
 // session is one MCP session's view of the broker.
@@ -157,9 +160,13 @@ func New(opts Options) *Server {
 		Logger:                    slog.New(atLeast{opts.Logger.Handler(), slog.LevelWarn}),
 		Capabilities:              &mcp.ServerCapabilities{},
 		SupportedProtocolVersions: protocolVersions,
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			go s.offerSampling(context.Background(), req.Session)
+		},
 	})
 	s.terms = &terminals{s: s}
 	s.addTools()
+	s.addAppTools()
 	s.addTerminalTools()
 	return s
 }
@@ -168,6 +175,7 @@ const instructions = `Drive the user's real web browser (Chrome with the DSH ext
 Workflow: browser_list (browsers, then tabs) → browser_claim a tab (the user may have to approve) → browser_observe → browser_act (or browser_batch) with refs and the documentEpoch from the latest observation → observe again as needed → browser_handoff when done.
 browser_screenshot shows how the page looks (cross-origin frames painted black); it is for looking only: act with refs from browser_observe, never with coordinates. browser_frames lists the page's frames and their origins (metadata only).
 The user sees an ON badge on a tab under control and can press Stop at any time.
+Snug apps: app_write a small single-file app for the user (its frames are described there), app_open it in their browser, app_source and app_save_version to change it, app_versions and app_revert to undo.
 The terminal_* tools work in the terminals the user shares with you (each runs ` + "`broker term`" + `): terminal_list → terminal_snapshot → terminal_request_control (the user grants it) → terminal_type → terminal_send_key Enter (in co-pilot mode the user accepts each command first) → terminal_snapshot to read the output → terminal_release_control when done. The user takes control back whenever they type.`
 
 // Serve runs one MCP session over t until the peer disconnects or ctx ends,
@@ -232,6 +240,9 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 	s.mu.Lock()
 	se, ok := s.sessions[ss]
 	delete(s.sessions, ss)
+	if s.sampler == ss {
+		s.sampler = nil
+	}
 	c := s.conn
 	s.mu.Unlock()
 	if !ok || c == nil {
@@ -289,7 +300,11 @@ func (s *Server) broker(ctx context.Context, ss *mcp.ServerSession) (*client.Cli
 	s.log.Info("connected to the broker", "epoch", c.Welcome().ConnectionEpoch)
 	s.mu.Lock()
 	s.conn = c
+	sampler := s.sampler
 	s.mu.Unlock()
+	if sampler != nil {
+		go s.offerSampling(context.Background(), sampler) // the offer went with the old connection
+	}
 	return c, nil
 }
 
@@ -346,6 +361,9 @@ func (s *Server) onEvent(ev *wire.Envelope) {
 
 // onRequest answers broker-to-client requests: batch step approvals.
 func (s *Server) onRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if method == apps.MethodSample {
+		return s.sample(ctx, params)
+	}
 	if method != "browser.approveBatchStep" {
 		return nil, wire.Err(wire.CodeInvalidRequest)
 	}

@@ -78,8 +78,7 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("%s has no description", tool.Name)
 		}
 	}
-	browserTools := slices.DeleteFunc(slices.Sorted(maps.Keys(tools)), func(n string) bool { return !strings.HasPrefix(n, "browser_") })
-	if got := browserTools; !slices.Equal(got, []string{"browser_act", "browser_batch", "browser_claim", "browser_frames", "browser_handoff", "browser_list", "browser_observe", "browser_read_page", "browser_screenshot"}) {
+	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"app_list", "app_open", "app_revert", "app_save_version", "app_source", "app_versions", "app_write", "browser_act", "browser_batch", "browser_claim", "browser_frames", "browser_handoff", "browser_list", "browser_observe", "browser_read_page", "browser_screenshot", "terminal_interrupt", "terminal_list", "terminal_proposal_state", "terminal_release_control", "terminal_request_control", "terminal_send_key", "terminal_snapshot", "terminal_type"}) {
 		t.Errorf("tools %v", got)
 	}
 	for name, want := range map[string]struct{ required, optional []string }{
@@ -92,6 +91,13 @@ func TestSchemas(t *testing.T) {
 		"browser_read_page":  {[]string{"leaseId"}, []string{"continuation", "frame", "rootRef"}},
 		"browser_screenshot": {[]string{"leaseId"}, nil},
 		"browser_handoff":    {[]string{"leaseId"}, nil},
+		"app_list":           {nil, nil},
+		"app_write":          {[]string{"name", "html"}, []string{"description", "iconEmoji", "runtimeContract"}},
+		"app_save_version":   {[]string{"app", "html"}, []string{"note", "runtimeContract"}},
+		"app_source":         {[]string{"app"}, []string{"version"}},
+		"app_open":           {[]string{"app"}, nil},
+		"app_versions":       {[]string{"app"}, nil},
+		"app_revert":         {[]string{"app", "version"}, nil},
 	} {
 		m := tools[name]
 		props, _ := m["properties"].(map[string]any)

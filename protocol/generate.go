@@ -11,18 +11,21 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/wire"
 )
 
 // SchemaJSON returns the bytes of v1.schema.json: the wire grammar of
 // package wire (root: envelopes; $defs hello and welcome) and, under
-// $defs named by method, the params schema of every client method,
-// generated from its Go type.
+// $defs named by method, the params schema of every client method of the
+// browser and snug kinds, generated from its Go type.
 func SchemaJSON() []byte {
 	s := wire.Schema()
 	defs := s["$defs"].(map[string]any)
-	for method, params := range browser.ParamsTypes {
-		defs[method] = json.RawMessage(browser.ParamsSchema(params))
+	for _, types := range []map[string]any{browser.ParamsTypes, apps.ParamsTypes} {
+		for method, params := range types {
+			defs[method] = json.RawMessage(browser.ParamsSchema(params))
+		}
 	}
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/protocol"
+	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -53,9 +54,11 @@ func TestMethodSchemasPublished(t *testing.T) {
 	if err := c.AddResource(wire.SchemaID, doc); err != nil {
 		t.Fatal(err)
 	}
-	for method := range browser.ParamsTypes {
-		if _, err := c.Compile(wire.SchemaID + "#/$defs/" + method); err != nil {
-			t.Errorf("%s: %v", method, err)
+	for _, types := range []map[string]any{browser.ParamsTypes, apps.ParamsTypes} {
+		for method := range types {
+			if _, err := c.Compile(wire.SchemaID + "#/$defs/" + method); err != nil {
+				t.Errorf("%s: %v", method, err)
+			}
 		}
 	}
 }

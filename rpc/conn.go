@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/dsh-browser/broker/frames"
@@ -122,17 +123,26 @@ type Conn struct {
 	limits  Limits
 	log     *slog.Logger
 
-	out      chan []byte   // frames for the writer; never closed; nil is a flush marker
-	flushed  chan struct{} // the writer reached a flush marker
+	wake     chan struct{} // a send wakes the writer; never closed
+	flushed  chan struct{} // closed by the writer when nothing is left to write after drain asked
 	closed   chan struct{} // closed once by close
 	halfDone chan struct{} // closed when the peer half-closed
 	done     chan struct{} // closed when Run returns
 	closeErr error
 
 	order sync.Mutex // held while queueing a frame: frames queue in one order
+	// raw, when rw is a socket, lets push write a frame itself without
+	// blocking (see push); nil otherwise.
+	raw syscall.RawConn
+	// writing is held by whoever writes to rw: the writer goroutine, or
+	// push's non-blocking attempt.
+	writing sync.Mutex
 
 	mu       sync.Mutex
 	buffered int                            // bytes queued in out, not yet written
+	queue    [][]byte                       // bytes for the writer, in order
+	queued   int                            // entries of queue, and the one being written
+	flush    bool                           // drain waits for the queue to empty
 	seen     map[string]struct{}            // incoming transport IDs ever accepted
 	incoming map[string]context.CancelFunc  // running handlers by ID
 	pending  map[string]chan *wire.Envelope // outgoing calls by ID
@@ -147,12 +157,17 @@ func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Con
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var raw syscall.RawConn
+	if sc, ok := rw.(syscall.Conn); ok {
+		raw, _ = sc.SyscallConn()
+	}
 	return &Conn{
 		rw:       rw,
+		raw:      raw,
 		handler:  h,
 		limits:   limits.withDefaults(),
 		log:      log,
-		out:      make(chan []byte, 256),
+		wake:     make(chan struct{}, 1),
 		flushed:  make(chan struct{}),
 		closed:   make(chan struct{}),
 		halfDone: make(chan struct{}),
@@ -196,12 +211,14 @@ func (c *Conn) drain() {
 	case <-time.After(DrainTimeout):
 		return // a handler ignores HalfClosed: give up on it
 	}
+	c.mu.Lock()
+	c.flush = true
+	if c.queued == 0 {
+		close(c.flushed)
+	}
+	c.mu.Unlock()
 	select {
-	case c.out <- nil:
-		select {
-		case <-c.flushed:
-		case <-c.closed:
-		}
+	case <-c.flushed:
 	case <-c.closed:
 	}
 }
@@ -254,7 +271,7 @@ func (c *Conn) close(reason error) {
 }
 
 func (c *Conn) readLoop() error {
-	fr := frames.NewReader(c.rw)
+	fr := frames.NewParsedReader(c.rw) // ParseEnvelope refuses what is not JSON
 	for {
 		payload, err := fr.Read()
 		if err != nil {
@@ -430,10 +447,20 @@ func (c *Conn) enqueue(data []byte) error {
 	return c.push(data)
 }
 
-// push queues data; c.order must be held.
+// push sends one envelope; c.order must be held, so frames leave in the
+// order they are pushed.
+//
+// When nothing is queued and the connection is a socket, push first tries
+// to write the frame itself with one non-blocking write: in the usual case
+// the whole frame goes at once and no hand-off to the writer goroutine is
+// needed. Whatever is left (all of it when the socket is full, or the tail
+// of a partial write) is queued for the writer ahead of anything pushed
+// later. Queued bytes count against [Limits.MaxBuffered], so a peer that
+// stopped reading still fails a call QUEUE_FULL and never blocks a sender.
 func (c *Conn) push(data []byte) error {
-	if len(data) > frames.MaxPayload {
-		return &frames.TooLargeError{Length: uint64(len(data))}
+	frame, err := frames.AppendEncoded(make([]byte, 0, frames.HeaderSize+len(data)), data) // wire.Encode of marshalled parts
+	if err != nil {
+		return err
 	}
 	c.mu.Lock()
 	select {
@@ -442,40 +469,96 @@ func (c *Conn) push(data []byte) error {
 		return ErrClosed
 	default:
 	}
-	if c.buffered+len(data) > c.limits.MaxBuffered {
+	direct := c.raw != nil && c.queued == 0 && c.writing.TryLock()
+	c.mu.Unlock()
+	if direct {
+		n, err := c.tryWrite(frame)
+		c.writing.Unlock()
+		if err != nil {
+			c.close(err)
+			return ErrClosed
+		}
+		if frame = frame[n:]; len(frame) == 0 {
+			return nil
+		}
+	}
+	c.mu.Lock()
+	if c.buffered+len(frame) > c.limits.MaxBuffered {
 		c.mu.Unlock()
+		if direct {
+			// Part of the frame is out: the rest can never follow in order.
+			c.close(ErrSlowConsumer)
+		}
 		return ErrSlowConsumer
 	}
-	c.buffered += len(data)
+	c.buffered += len(frame)
+	c.queued++
+	c.queue = append(c.queue, frame)
 	c.mu.Unlock()
 	select {
-	case c.out <- data:
-		return nil
-	case <-c.closed:
-		return ErrClosed
+	case c.wake <- struct{}{}:
+	default: // the writer is already awake
 	}
+	return nil
 }
 
-func (c *Conn) writeLoop() {
-	buf := make([]byte, 0, 64<<10)
-	for {
-		select {
-		case data := <-c.out:
-			if data == nil {
-				close(c.flushed) // drain's marker: everything before it is written
+// tryWrite writes as much of frame as the socket takes without waiting,
+// and returns how much that was.
+func (c *Conn) tryWrite(frame []byte) (int, error) {
+	var n int
+	err := c.raw.Write(func(fd uintptr) bool {
+		for n < len(frame) {
+			m, err := syscall.Write(int(fd), frame[n:])
+			if err == syscall.EINTR {
 				continue
 			}
-			buf, _ = frames.Append(buf[:0], data)
-			_, err := c.rw.Write(buf)
+			if err == syscall.EAGAIN || m <= 0 {
+				break // full: the writer goroutine waits for room
+			}
+			n += m
+		}
+		return true // never wait here
+	})
+	return n, err
+}
+
+// writeLoop writes what push queued, in order: whole frames, or the tail
+// of one push could only start.
+func (c *Conn) writeLoop() {
+	for {
+		select {
+		case <-c.wake:
+		case <-c.closed:
+			return
+		}
+		for {
+			c.mu.Lock()
+			if len(c.queue) == 0 {
+				c.mu.Unlock()
+				break
+			}
+			data := c.queue[0]
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+			c.mu.Unlock()
+			c.writing.Lock()
+			_, err := c.rw.Write(data)
+			c.writing.Unlock()
 			c.mu.Lock()
 			c.buffered -= len(data)
+			c.queued--
+			if c.queued == 0 && c.flush {
+				select {
+				case <-c.flushed:
+				default:
+					close(c.flushed)
+				}
+			}
 			c.mu.Unlock()
 			if err != nil {
 				c.close(err)
 				return
 			}
-		case <-c.closed:
-			return
 		}
 	}
 }

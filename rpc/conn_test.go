@@ -336,7 +336,9 @@ func TestOutputBudget(t *testing.T) {
 	defer func() { c.Close(); <-c.Done() }()
 
 	sizes := []int{1_000_000, 1_000_000}
-	sizes = append(sizes, rpc.DefaultMaxBuffered-sizes[0]-sizes[1]) // exactly 2 MiB in all
+	// Exactly 2 MiB in all, counting each frame's 4-byte header: the budget
+	// is bytes queued for the socket.
+	sizes = append(sizes, rpc.DefaultMaxBuffered-sizes[0]-sizes[1]-3*frames.HeaderSize)
 	for i, size := range sizes {
 		if err := c.Notify("e", padTo(t, size)); err != nil {
 			t.Fatalf("event %d (%d bytes, total within budget): %v", i, size, err)
@@ -562,3 +564,51 @@ func (f handlerFunc) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	return f(ctx, req)
 }
 func (handlerFunc) Event(*wire.Envelope) {}
+
+// TestSocketWritesNeverBlock: on a socket a sender writes its own frame
+// when nothing is queued, without ever waiting. Against a peer that stops
+// reading, the socket fills, the rest queues, and past the budget a send
+// fails ErrSlowConsumer instead of blocking; frames that did go out arrive
+// whole and in order, a partial write's tail included.
+func TestSocketWritesNeverBlock(t *testing.T) {
+	a, b := socketPair(t)
+	c := rpc.New(a, newHandler(), rpc.Limits{}, nil)
+	go c.Run()
+	defer func() { c.Close(); <-c.Done() }()
+	sent := 0
+	var err error
+	for sent < 1000 {
+		done := make(chan error, 1)
+		n := sent
+		go func() { done <- c.Notify("e", map[string]any{"n": n, "pad": strings.Repeat("x", 50_000)}) }()
+		select {
+		case err = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("send %d blocked on a peer that is not reading", sent)
+		}
+		if err != nil {
+			break
+		}
+		sent++
+	}
+	if !errors.Is(err, rpc.ErrSlowConsumer) {
+		t.Fatalf("after %d sends: %v, want ErrSlowConsumer", sent, err)
+	}
+	// What was sent before the budget ran out arrives whole and in order.
+	fr := frames.NewReader(b)
+	for i := 0; ; i++ {
+		b.SetReadDeadline(time.Now().Add(2 * time.Second))
+		data, err := fr.Read()
+		if err != nil {
+			if i == 0 {
+				t.Fatalf("nothing arrived: %v", err)
+			}
+			break
+		}
+		env, perr := wire.ParseEnvelope(data)
+		var v struct{ N int }
+		if perr != nil || json.Unmarshal(env.Value, &v) != nil || v.N != i {
+			t.Fatalf("frame %d: %v %s", i, perr, data)
+		}
+	}
+}

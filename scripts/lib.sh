@@ -10,14 +10,23 @@ need_command() {
 	fi
 }
 
+# ensure_packages installs the Debian packages named that are missing:
+# each argument is PACKAGE:PATH, PATH the file whose presence proves it.
+ensure_packages() {
+	local missing=()
+	for spec in "$@"; do
+		[ -e "${spec#*:}" ] || missing+=("${spec%%:*}")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "== installing Debian packages: ${missing[*]}"
+	local sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
 # ensure_chromium installs Debian's Chromium (the end-to-end tests and the
 # demo drive it) when it is missing.
 ensure_chromium() {
-	if [ ! -x /usr/lib/chromium/chromium ]; then
-		echo "== installing Debian chromium"
-		local sudo=""
-		[ "$(id -u)" -eq 0 ] || sudo="sudo"
-		$sudo apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium
-	fi
+	ensure_packages chromium:/usr/lib/chromium/chromium
 }

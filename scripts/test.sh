@@ -7,8 +7,10 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 need_command go "Go 1.26 (expected at /usr/local/go/bin/go)"
 need_command node "Node.js 20, for the extension and MCP tests"
-# The end-to-end suites drive real Chromium; on CI a missing browser fails them.
-ensure_chromium
+# The end-to-end suites drive real Chromium; on CI a missing browser fails
+# them. The shared-terminal tests run full-screen programs (less, vi) in
+# real PTYs.
+ensure_packages chromium:/usr/lib/chromium/chromium less:/usr/bin/less vim-tiny:/usr/bin/vi
 
 echo "== Go modules"
 go mod download

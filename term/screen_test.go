@@ -33,6 +33,9 @@ func TestFullScreenProgramsUseTheAlternateScreen(t *testing.T) {
 	} {
 		t.Run(prog.name, func(t *testing.T) {
 			if _, err := exec.LookPath(prog.name); err != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("%s is not installed; scripts/test.sh installs it", prog.name)
+				}
 				t.Skipf("%s is not installed (apt-get install %s)", prog.name, prog.name)
 			}
 			o, a := sharedShell(t)

@@ -15,6 +15,7 @@ Usage:
   broker [serve] [flags]            run the daemon in the foreground
   broker install [flags]            register the native host and the user service
   broker uninstall [flags]          remove what install wrote (keeps token and state)
+  broker app COMMAND [ARGS]         your Snug micro-apps (install, list, open, …)
   broker call METHOD [PARAMS_JSON]  send one request and print its value as JSON
   broker mcp [flags]                serve the browser and shared terminals as MCP tools (for AI hosts)
   broker status                     show the broker, its browsers, leases and journal
@@ -38,6 +39,7 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
+		"app":       {"install, open and manage Snug micro-apps", runApp},
 		"call":      {"send one request and print its value", runCall},
 		"install":   {"register the native host and user service", runInstall},
 		"journal":   {"reset an unusable action journal", runJournal},

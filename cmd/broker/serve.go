@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-browser/broker/browser/runtime"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/service"
+	"github.com/dsh-browser/broker/snug/hub"
 	"github.com/dsh-browser/broker/term/termsvc"
 )
 
@@ -52,11 +53,13 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		return 2
 	}
 	rd := paths.RuntimeDir(*runtimeDir)
+	sd := paths.StateDir(*stateDir)
 	cfg := broker.Config{
 		RuntimeDir: rd,
 		SocketPath: paths.Socket(*socket, rd),
 		Services: []service.Register{
 			runtime.Register(runtime.Config{Personal: *access == browser.AccessPersonal, AllowOrigins: allow}),
+			hub.Register(hub.Config{StateDir: sd}),
 			termsvc.Register(termsvc.Config{AgentSocket: paths.AgentSocket(*agentSocket, rd)}),
 		},
 		Admission:      *admission,
@@ -64,7 +67,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		Version:        version(),
 		Logger:         log,
 	}
-	cfg.StateDir = paths.StateDir(*stateDir)
+	cfg.StateDir = sd
 	listeners, err := activation.Listeners()
 	if err != nil {
 		log.Error("systemd socket activation failed", "err", err)

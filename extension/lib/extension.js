@@ -355,5 +355,9 @@ export function createExtension(chrome, {
     },
     transport,
     gates,
+    // For the Snug host's port (lib/snug.js): the same owner questions,
+    // the same browser identity.
+    askOwner: (params, signal) => admit(null, params, signal),
+    identity,
   };
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/dsh-browser/broker/protocol"
 	"github.com/dsh-browser/broker/snug/appdb"
 	"github.com/dsh-browser/broker/snug/userdb"
 )
@@ -45,16 +45,12 @@ func req(op string, fields map[string]any) appdb.Request {
 	return r
 }
 
-// responseSchema is the published db-response.json.
+// responseSchema is the published db-response.json (protocol/snug).
 func responseSchema(t testing.TB) *jsonschema.Schema {
 	t.Helper()
-	path := filepath.Join("..", "..", "..", "..", "shared", "spec", "snug-schemas", "db-response.json")
-	if p := os.Getenv("SNUG_SCHEMAS"); p != "" {
-		path = filepath.Join(p, "db-response.json")
-	}
-	f, err := os.Open(path)
+	f, err := protocol.SnugSchemas.Open("snug/db-response.json")
 	if err != nil {
-		t.Skipf("db-response.json not found (%v); set SNUG_SCHEMAS", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	doc, err := jsonschema.UnmarshalJSON(f)

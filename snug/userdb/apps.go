@@ -102,6 +102,17 @@ func nullable(s string) any {
 // also its data namespace. A second app with the same non-empty
 // InstallSource fails with [ErrInvalid].
 func (db *DB) Install(ctx context.Context, meta AppMeta, html string) (App, error) {
+	return db.InstallVersion(ctx, meta, NewVersion{HTML: html})
+}
+
+// InstallVersion is [DB.Install] with a version of its own: its HTML and
+// runtime contract (its note defaults to "installed"). Version 1 is always
+// pinned.
+func (db *DB) InstallVersion(ctx context.Context, meta AppMeta, v NewVersion) (App, error) {
+	html := v.HTML
+	if v.Note == "" {
+		v.Note = "installed"
+	}
 	if err := meta.check(); err != nil {
 		return App{}, err
 	}
@@ -125,7 +136,8 @@ func (db *DB) Install(ctx context.Context, meta AppMeta, html string) (App, erro
 			id, meta.DisplayName, nullable(meta.Description), nullable(meta.IconEmoji), nullable(meta.IconColor), now, now, nullable(meta.InstallSource)); err != nil {
 			return err
 		}
-		_, err := c.ExecContext(ctx, `INSERT INTO snug_app_versions (app_id, version, html, note, created_at, pinned) VALUES (?, 1, ?, 'installed', ?, 1)`, id, html, now)
+		_, err := c.ExecContext(ctx, `INSERT INTO snug_app_versions (app_id, version, html, note, created_at, pinned, runtime_contract_json) VALUES (?, 1, ?, ?, ?, 1, ?)`,
+			id, html, v.Note, now, nullable(v.RuntimeContract))
 		return err
 	})
 	if err != nil {

@@ -34,10 +34,14 @@
 // breaks the rule ([ValidObjectName]) with the app's previous state kept.
 // Package appdb serves the db-request frame on top of it.
 //
+// # Settings and secrets
+//
+// [DB.Setting] and [DB.SetSettings] keep JSON values in snug_settings;
+// [DB.Secret] and [DB.SetSecret] keep opaque strings in snug_secrets.
+//
 // # Not done here
 //
 // SNUGENC1 protected files are recognised and left alone ([ErrProtected])
 // but not opened; whole-file export and import, legacy user.sqlite
-// adoption, chat, settings and secrets accessors and connections belong to
-// later work.
+// adoption, chat and connections belong to later work.
 package userdb

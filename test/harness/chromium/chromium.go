@@ -207,6 +207,9 @@ func Launch(t testing.TB, opts Options) *Browser {
 		"--disable-component-update",
 		"--disable-sync",
 		"--remote-debugging-port=0",
+		// Every host name but loopback fails to resolve: nothing a page or an
+		// app asks for can reach past this machine.
+		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 		"--user-data-dir=" + b.UserDataDir,
 	}
 	if !opts.Headed {

@@ -1,0 +1,139 @@
+// The Snug port's piece codec: pieces at and past their bound, reassembly
+// in order only, and the relay bound.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SNUG, pieces, createAssembler, toBase64, fromBase64 } from '../lib/snug.js';
+
+const bytes = (n, fill = 97) => new Uint8Array(n).fill(fill);
+
+test('base64 round-trips every byte value', () => {
+  const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+  assert.deepEqual(fromBase64(toBase64(all)), all);
+  assert.equal(toBase64(new Uint8Array(0)), '');
+});
+
+test('a message of exactly one piece, and one byte more', () => {
+  const one = pieces('r', 1, bytes(SNUG.MAX_PIECE_BYTES));
+  assert.equal(one.length, 1);
+  assert.equal(one[0].last, true);
+  const two = pieces('r', 2, bytes(SNUG.MAX_PIECE_BYTES + 1));
+  assert.deepEqual(two.map((p) => [p.part, p.last, fromBase64(p.data).length]), [[0, false, SNUG.MAX_PIECE_BYTES], [1, true, 1]]);
+  assert.equal(pieces('r', 3, new Uint8Array(0)).length, 1); // an empty message still travels
+});
+
+test('an 8 MiB message reassembles; pieces out of order discard it', () => {
+  const msg = Uint8Array.from({ length: 8 << 20 }, (_, i) => i % 251);
+  const ps = pieces('r', 7, msg);
+  const assemble = createAssembler(SNUG.MAX_RELAY_BYTES);
+  let out;
+  for (const p of ps) out = assemble(p) ?? out;
+  assert.deepEqual(out, msg);
+  const again = createAssembler(SNUG.MAX_RELAY_BYTES);
+  assert.equal(again(ps[0]), undefined);
+  assert.equal(again(ps[2]), undefined); // part 1 skipped
+  assert.equal(again(ps.at(-1)), undefined);
+});
+
+test('the relay bound: at it whole, one byte past it discarded', () => {
+  const at = createAssembler(SNUG.MAX_RELAY_BYTES);
+  let out;
+  for (const p of pieces('r', 1, bytes(SNUG.MAX_RELAY_BYTES))) out = at(p) ?? out;
+  assert.equal(out.length, SNUG.MAX_RELAY_BYTES);
+  const past = createAssembler(SNUG.MAX_RELAY_BYTES);
+  out = undefined;
+  for (const p of pieces('r', 1, bytes(SNUG.MAX_RELAY_BYTES + 1))) out = past(p) ?? out;
+  assert.equal(out, undefined);
+});
+
+test('a full piece is 512 KiB of base64: an event of it stays under the 1 MiB frame cap', () => {
+  const p = pieces('0123456789abcdef0123456789abcdef0123', 1, bytes(SNUG.MAX_PIECE_BYTES, 0xff))[0];
+  assert.equal(p.data.length, 512 << 10);
+  const event = JSON.stringify({ type: 'event', event: SNUG.EVENT_FRAME, value: p });
+  assert.ok(event.length < 600_000, `event of ${event.length} bytes`); // far under 1,048,575
+});
+
+// A FAKE chrome for the transport rules below: only to reach states the real
+// broker does not produce on demand (an out-of-order request ID, a cancel
+// while a tab opens). The real path is proven in real Chromium (test/snug_*).
+import { createSnug } from '../lib/snug.js';
+import { FakeTimers, flush } from './fake-chrome.mjs';
+
+function fakeSnugChrome() {
+  const listeners = (arr) => ({ addListener: (f) => arr.push(f) });
+  const native = { sent: [], onMessage: [], onDisconnect: [], disconnected: false };
+  const connects = [];
+  const rules = [];
+  const chrome = {
+    runtime: {
+      id: 'ext', getURL: (p) => `chrome-extension://ext/${p}`,
+      connectNative: () => ({
+        postMessage: (m) => native.sent.push(structuredClone(m)),
+        disconnect: () => { native.disconnected = true; },
+        onMessage: listeners(native.onMessage), onDisconnect: listeners(native.onDisconnect),
+      }),
+      onConnect: listeners(connects),
+    },
+    tabs: { create: () => new Promise(() => {}) }, // a tab that never finishes opening
+    declarativeNetRequest: {
+      getSessionRules: async () => rules,
+      updateSessionRules: async ({ removeRuleIds = [], addRules = [] }) => {
+        for (const id of removeRuleIds) rules.splice(0, rules.length, ...rules.filter((r) => r.id !== id));
+        rules.push(...addRules);
+      },
+    },
+  };
+  const fromBroker = (m) => native.onMessage.forEach((f) => f(m));
+  return { chrome, native, connects, rules, fromBroker };
+}
+
+async function welcomed() {
+  const f = fakeSnugChrome();
+  const timers = new FakeTimers();
+  let n = 0;
+  createSnug(f.chrome, { timers, uuid: () => `u${++n}`, identity: { brand: 'Chromium', version: '1' } }).start();
+  const hello = f.native.sent[0];
+  assert.equal(hello.params.kind, 'snug');
+  assert.deepEqual(hello.params.capabilities, ['snug.runner.v1', 'transport.ordered-ids.v1']);
+  f.fromBroker({ type: 'response', id: hello.id, ok: true, value: { version: 1, connectionEpoch: 'e', capabilities: ['transport.ordered-ids.v1'] } });
+  await flush();
+  return f;
+}
+
+test('a cancel from the broker leaves the port open; an out-of-order request ID closes it', async () => {
+  const f = await welcomed();
+  f.fromBroker({ type: 'request', id: '5', method: SNUG.CALL_OPEN_TAB, params: { app: 'a' } });
+  f.fromBroker({ type: 'cancel', id: '5' });
+  await flush();
+  assert.equal(f.native.disconnected, false);
+  f.fromBroker({ type: 'request', id: '6', method: SNUG.CALL_DELIVER, params: { pieces: [] } });
+  await flush();
+  assert.deepEqual(f.native.sent.at(-1), { type: 'response', id: '6', ok: true, value: {} });
+  f.fromBroker({ type: 'request', id: '6', method: SNUG.CALL_DELIVER, params: { pieces: [] } });
+  await flush();
+  assert.equal(f.native.disconnected, true);
+});
+
+test('a runner tab is walled before it attaches, and the wall goes with it', async () => {
+  const f = await welcomed();
+  const page = { sent: [], onMessage: [], onDisconnect: [] };
+  const port = {
+    name: SNUG.RUNNER_PORT, sender: { id: 'ext', url: 'chrome-extension://ext/snug/runner.html?app=a', tab: { id: 42 } },
+    postMessage: (m) => page.sent.push(m), disconnect: () => {},
+    onMessage: { addListener: (fn) => page.onMessage.push(fn) }, onDisconnect: { addListener: (fn) => page.onDisconnect.push(fn) },
+  };
+  f.connects.forEach((fn) => fn(port));
+  page.onMessage.forEach((fn) => fn({ type: 'attach', app: 'a' }));
+  await flush();
+  assert.equal(f.rules.length, 1);
+  assert.deepEqual(f.rules[0].condition, { tabIds: [42], excludedRequestDomains: ['cdn.jsdelivr.net', 'cdnjs.cloudflare.com', 'unpkg.com'] });
+  const attach = f.native.sent.find((m) => m.method === SNUG.ATTACH);
+  assert.equal(attach.params.app, 'a');
+  // A page of another extension page, or another extension, is refused.
+  let refused = false;
+  f.connects.forEach((fn) => fn({ ...port, sender: { id: 'ext', url: 'chrome-extension://ext/popup.html', tab: { id: 43 } }, disconnect: () => { refused = true; } }));
+  assert.equal(refused, true);
+  page.onDisconnect.forEach((fn) => fn());
+  await flush();
+  assert.equal(f.rules.length, 0);
+  assert.equal(f.native.sent.at(-1).event, SNUG.EVENT_DETACH);
+});
