@@ -90,6 +90,10 @@ func TestSharedTerminalEndToEnd(t *testing.T) {
 		t.Fatalf("sessions %+v", sessions)
 	}
 	sameScreen(t, p, a)
+	if out, errOut, code := testenv.Run(t, nil, "status", "--runtime-dir", b.RuntimeDir); code != 0 ||
+		!strings.Contains(out, "1 (t1 shared with 1); agents connect to "+sock) {
+		t.Fatalf("broker status (exit %d):\n%s%s", code, out, errOut)
+	}
 
 	// Control, granted by the person.
 	req := a.Request("request_control", map[string]any{"reason": "run a check", "command": "echo e2e"})
