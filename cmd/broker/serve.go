@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/snug/hub"
+	"github.com/dsh-browser/broker/term/agentsock"
 	"github.com/dsh-browser/broker/term/termsvc"
 )
 
@@ -60,7 +61,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		Services: []service.Register{
 			runtime.Register(runtime.Config{Personal: *access == browser.AccessPersonal, AllowOrigins: allow}),
 			hub.Register(hub.Config{StateDir: sd}),
-			termsvc.Register(termsvc.Config{AgentSocket: paths.AgentSocket(*agentSocket, rd)}),
+			termsvc.Register(termsvc.Config{Socket: agentsock.Config{SocketPath: paths.AgentSocket(*agentSocket, rd)}}),
 		},
 		Admission:      *admission,
 		MaxConnections: *maxConns,

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/term/agentapi"
+	"github.com/dsh-browser/broker/term/agentsock"
 	"github.com/dsh-browser/broker/term/termsvc"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -61,7 +62,7 @@ func FuzzProviderEvent(f *testing.F) {
 	}
 	f.Cleanup(func() { os.RemoveAll(dir) })
 	f.Fuzz(func(t *testing.T, value, attach []byte) {
-		svc, err := termsvc.Register(termsvc.Config{AgentSocket: filepath.Join(dir, "conn.sock")})(fakeHost{})
+		svc, err := termsvc.Register(termsvc.Config{Socket: agentsock.Config{SocketPath: filepath.Join(dir, "conn.sock")}})(fakeHost{})
 		if err != nil {
 			t.Fatal(err)
 		}

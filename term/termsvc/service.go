@@ -22,22 +22,20 @@ import (
 
 // Config configures the broker's side.
 type Config struct {
-	// AgentSocket is the agent socket's path (paths.AgentSocket).
-	AgentSocket string
-	// Admission is the agent socket's: agentsock.AdmissionPrompt (the
-	// default: the owner admits each agent connection in the bar) or
-	// agentsock.AdmissionOpen.
-	Admission string
-	Logger    *slog.Logger
+	// Socket configures the agent socket: its SocketPath
+	// (paths.AgentSocket) is required; admission defaults to
+	// agentsock.AdmissionPrompt (the owner admits each agent connection in
+	// a terminal's bar), the logger to the broker's.
+	Socket agentsock.Config
 }
 
 // Register returns the terminal kind's service for a broker.
 func Register(cfg Config) service.Register {
 	return func(h service.Host) (service.Service, error) {
-		if cfg.Logger == nil {
-			cfg.Logger = h.Logger()
+		if cfg.Socket.Logger == nil {
+			cfg.Socket.Logger = h.Logger()
 		}
-		srv, err := agentsock.New(agentsock.Config{SocketPath: cfg.AgentSocket, Admission: cfg.Admission, Logger: cfg.Logger})
+		srv, err := agentsock.New(cfg.Socket)
 		if err != nil {
 			return nil, err
 		}
@@ -45,7 +43,8 @@ func Register(cfg Config) service.Register {
 			cfg:      cfg,
 			host:     h,
 			srv:      srv,
-			refusals: refusal.New(cfg.Logger, false, refusal.EnvBroker, refusal.EnvAgent),
+			log:      cfg.Socket.Logger,
+			refusals: refusal.New(cfg.Socket.Logger, cfg.Socket.TraceRefusals, refusal.EnvBroker, refusal.EnvAgent),
 			relays:   map[service.Provider]*relay{},
 		}, nil
 	}
@@ -57,6 +56,7 @@ type Service struct {
 	cfg      Config
 	host     service.Host
 	srv      *agentsock.Server
+	log      *slog.Logger
 	refusals refusal.Log
 
 	mu     sync.Mutex
@@ -93,7 +93,7 @@ func (s *Service) ProviderMethods() map[string]service.ProviderMethod {
 
 // Run serves the agent socket for the broker's life.
 func (s *Service) Run(ctx context.Context) error {
-	s.cfg.Logger.Info("agent socket listening", "socket", s.cfg.AgentSocket)
+	s.log.Info("agent socket listening", "socket", s.cfg.Socket.SocketPath)
 	return s.srv.Serve(ctx)
 }
 
@@ -153,9 +153,9 @@ func (s *Service) attach(_ context.Context, p service.Provider, params json.RawM
 		s.mu.Unlock()
 		return nil, err
 	}
-	s.cfg.Logger.Info("terminal attached", "session", id, "instance", p.InstanceID(), "owner_surface", p.OwnerSurface())
+	s.log.Info("terminal attached", "session", id, "instance", p.InstanceID(), "owner_surface", p.OwnerSurface())
 	if !p.OwnerSurface() {
-		s.cfg.Logger.Warn("this terminal is not run by the broker binary: it may serve agents the owner admitted elsewhere, but cannot admit any itself",
+		s.log.Warn("this terminal is not run by the broker binary: it may serve agents the owner admitted elsewhere, but cannot admit any itself",
 			"session", id, "instance", p.InstanceID())
 	}
 	return AttachResult{Session: id}, nil
@@ -180,7 +180,7 @@ func (s *Service) Event(p service.Provider, event string, value json.RawMessage)
 
 // Status lists the agent socket and the attached terminals.
 func (s *Service) Status() any {
-	st := Status{AgentSocket: s.cfg.AgentSocket, Sessions: []StatusSession{}}
+	st := Status{AgentSocket: s.cfg.Socket.SocketPath, Sessions: []StatusSession{}}
 	s.mu.Lock()
 	for _, r := range s.relays {
 		st.Sessions = append(st.Sessions, r.status())

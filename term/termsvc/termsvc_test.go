@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/term/agentapi"
+	"github.com/dsh-browser/broker/term/agentsock"
 	"github.com/dsh-browser/broker/term/session"
 	"github.com/dsh-browser/broker/term/termsvc"
 	"github.com/dsh-browser/broker/test/harness/termtest"
@@ -33,7 +34,12 @@ type daemon struct {
 // startBroker runs a broker with the terminal kind in dir (a fresh one if
 // ""). With owner false no process is an owner executable, so the test's
 // own providers are not owner surfaces.
-func startBroker(t *testing.T, dir string, owner bool, admission ...string) *daemon {
+func startBroker(t testing.TB, dir string, owner bool, admission ...string) *daemon {
+	return startBrokerWith(t, dir, owner, agentsock.Config{}, admission...)
+}
+
+// startBrokerWith is startBroker with the agent socket's settings.
+func startBrokerWith(t testing.TB, dir string, owner bool, sock agentsock.Config, admission ...string) *daemon {
 	t.Helper()
 	if dir == "" {
 		d, err := os.MkdirTemp("", "ts")
@@ -44,8 +50,9 @@ func startBroker(t *testing.T, dir string, owner bool, admission ...string) *dae
 		dir = d
 	}
 	d := &daemon{dir: dir, agentSocket: filepath.Join(dir, paths.AgentSocketName)}
+	sock.SocketPath = d.agentSocket
 	cfg := broker.Config{RuntimeDir: dir, Services: []service.Register{
-		termsvc.Register(termsvc.Config{AgentSocket: d.agentSocket}),
+		termsvc.Register(termsvc.Config{Socket: sock}),
 	}}
 	if len(admission) > 0 {
 		cfg.Admission = admission[0]
@@ -89,7 +96,7 @@ func startBroker(t *testing.T, dir string, owner bool, admission ...string) *dae
 
 // linked starts a shell and links it to the broker in dir, as `broker
 // term` does; it waits until the link is up and returns the session.
-func linked(t *testing.T, dir, name string) (*session.Session, chan string) {
+func linked(t testing.TB, dir, name string) (*session.Session, chan string) {
 	t.Helper()
 	s := termtest.Headless(t, nil, session.Config{ID: "local"})
 	changes := make(chan string, 16)
@@ -105,7 +112,7 @@ func linked(t *testing.T, dir, name string) (*session.Session, chan string) {
 	return s, changes
 }
 
-func waitChange(t *testing.T, changes chan string, ok func(string) bool) string {
+func waitChange(t testing.TB, changes chan string, ok func(string) bool) string {
 	t.Helper()
 	for {
 		select {
