@@ -41,7 +41,6 @@ func Register(cfg Config) service.Register {
 		}
 		return &Service{
 			cfg:      cfg,
-			host:     h,
 			srv:      srv,
 			log:      cfg.Socket.Logger,
 			refusals: refusal.New(cfg.Socket.Logger, cfg.Socket.TraceRefusals, refusal.EnvBroker, refusal.EnvAgent),
@@ -54,7 +53,6 @@ func Register(cfg Config) service.Register {
 // terminal provider's session there.
 type Service struct {
 	cfg      Config
-	host     service.Host
 	srv      *agentsock.Server
 	log      *slog.Logger
 	refusals refusal.Log
@@ -104,11 +102,14 @@ func (s *Service) Joined(service.Provider) {}
 func (s *Service) Gone(p service.Provider) {
 	s.mu.Lock()
 	r := s.relays[p]
+	s.mu.Unlock()
+	if r == nil {
+		return
+	}
+	s.srv.Detach(r.id) // before the name is free again
+	s.mu.Lock()
 	delete(s.relays, p)
 	s.mu.Unlock()
-	if r != nil {
-		s.srv.Detach(r.id)
-	}
 }
 
 // ClientGone needs nothing: agents are not broker clients.
