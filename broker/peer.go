@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/admission"
+	"github.com/dsh-browser/broker/internal/ownersock"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/wire"
@@ -353,7 +354,7 @@ func (s *Server) negotiate(p *peer, w *welcomed) wire.Code {
 // ownerExecutable reports whether process pid runs one of the owner's
 // executables.
 func (s *Server) ownerExecutable(pid int) bool {
-	exe, err := processExecutable(pid)
+	exe, err := ownersock.ProcessExecutable(pid)
 	if err != nil {
 		s.log.Debug("cannot read a provider's executable", "pid", pid, "err", err)
 		return false

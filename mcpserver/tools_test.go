@@ -95,7 +95,7 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("%s has no description", tool.Name)
 		}
 	}
-	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"app_list", "app_open", "app_revert", "app_save_version", "app_source", "app_versions", "app_write", "browser_act", "browser_batch", "browser_claim", "browser_frames", "browser_handoff", "browser_list", "browser_navigate", "browser_observe", "browser_read_page", "browser_screenshot"}) {
+	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"app_list", "app_open", "app_revert", "app_save_version", "app_source", "app_versions", "app_write", "browser_act", "browser_batch", "browser_claim", "browser_frames", "browser_handoff", "browser_list", "browser_navigate", "browser_observe", "browser_read_page", "browser_screenshot", "terminal_interrupt", "terminal_list", "terminal_proposal_state", "terminal_release_control", "terminal_request_control", "terminal_send_key", "terminal_snapshot", "terminal_type"}) {
 		t.Errorf("tools %v", got)
 	}
 	for name, want := range map[string]struct{ required, optional []string }{

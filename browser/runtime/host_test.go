@@ -153,6 +153,9 @@ func (p *fakeProvider) Instance() wire.Instance {
 func (p *fakeProvider) Capable(c string) bool { return p.caps[c] }
 func (p *fakeProvider) OwnerSurface() bool    { return p.owner }
 
+// Notify is unused: the browser kind sends its providers no events.
+func (p *fakeProvider) Notify(string, any) error { return nil }
+
 // sentTypes are the params each provider method is sent with (provider.go).
 var sentTypes = map[string]func() any{
 	browser.ProviderTabsList:    func() any { return &struct{}{} },
