@@ -101,7 +101,16 @@ func TestE2EPriorConsent(t *testing.T) {
 	s.WaitRevoked(t, l.ID)
 	asked("after Stop")
 
-	// The owner's console lists the consent; Forget there takes it back.
+	// Leaving the origin forgets it too, even when the tab comes back.
+	allow()
+	s.Browser.Navigate(t, tgt, s.Pages.Other().URL("/counter"))
+	s.Browser.Navigate(t, tgt, s.Pages.URL("/counter"))
+	asked("after leaving the origin")
+
+	// The owner's console lists a consent; Forget there takes it back. (A
+	// fresh popup: the open one still shows what it showed.)
+	s.Browser.CloseTab(t, popup)
+	popup = openPopup(t, s)
 	allow()
 	console := openConsole(t, s)
 	waitJS(t, s, console, `document.querySelectorAll('#consents > li').length === 1 && document.getElementById('consents').textContent.includes(`+jsString(s.Pages.Origin())+`)`,
@@ -110,10 +119,4 @@ func TestE2EPriorConsent(t *testing.T) {
 	s.Browser.Click(t, console, "#consents > li button")
 	waitJS(t, s, console, `document.querySelectorAll('#consents > li').length === 0`, "the consent gone from the console")
 	asked("after Forget in the console")
-
-	// Leaving the origin forgets it too, even when the tab comes back.
-	allow()
-	s.Browser.Navigate(t, tgt, s.Pages.Other().URL("/counter"))
-	s.Browser.Navigate(t, tgt, s.Pages.URL("/counter"))
-	asked("after leaving the origin")
 }
