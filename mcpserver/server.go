@@ -124,6 +124,9 @@ type session struct {
 type pageInfo struct {
 	title, url string
 	labels     map[string]string // ref → `button "Add one"`
+	// obs is the last whole observation, which the next action's change
+	// is measured from (nil after a read that gives no cursor).
+	obs *browser.Observation
 }
 
 // approval is one browser.batch waiting for its steps' approvals.
@@ -384,12 +387,16 @@ func (s *Server) onRequest(ctx context.Context, method string, params json.RawMe
 	return map[string]bool{"allowed": s.approveStep(ctx, a, p.Index)}, nil
 }
 
-// remember records what an observation showed, for approval questions.
+// remember records what an observation showed, for approval questions and
+// as the baseline of the next action's change.
 func (se *session) remember(leaseID string, o *browser.Observation) {
 	if o == nil {
 		return
 	}
 	pi := &pageInfo{title: o.Title, url: o.URL, labels: make(map[string]string, len(o.Nodes))}
+	if o.Cursor != "" {
+		pi.obs = o
+	}
 	for i := range o.Nodes {
 		pi.labels[o.Nodes[i].ID] = label(&o.Nodes[i])
 	}

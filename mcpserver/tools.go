@@ -128,7 +128,7 @@ func (s *Server) addTools() {
 		Description: "Do one thing in the leased tab, on an element ref from the latest browser_observe together with its documentEpoch: click; fill (replace a field's value); type (insert at the caret); append (add to the end of a field's value); press a named key; " +
 			"check a checkbox or switch, or choose a radio button; select an option of a drop-down by its label; scroll the page or one scrollable element; wheel over an element; navigate to a URL (or use browser_navigate). " +
 			"fill, append, check and select verify the field, box or option they leave; give action.expected ({text}, {value}, {url} or {ref, state}) to have the page checked too: the result says succeeded only when it holds; without a check it says unknown (not verified). " +
-			"The result shows the outcome and the page afterwards, with fresh refs. " +
+			"The result shows the outcome and what changed on the page since you last saw it (elements that appeared with their refs, changed or went; text that came or went); refs you already have still hold. After a navigation it shows the whole new page. " +
 			"requestId is optional: when absent one is generated and shown in the result. To retry an action whose result you did not get (timeout, lost connection), call again with the SAME requestId: the broker never performs one requestId twice. A new action needs a new requestId (or none).",
 		InputSchema: inputSchema[ActInput](annotateAct),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
@@ -283,6 +283,13 @@ func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput)
 		in.RequestID = newRequestID()
 	}
 	r := browser.ActionRequest{RequestID: in.RequestID, LeaseID: in.LeaseID, DocumentEpoch: in.DocumentEpoch, Action: in.Action, TimeoutMs: in.TimeoutMs, Frame: in.Frame}
+	// Ask for what changed since the page the agent last saw: the answer
+	// stays small however big the page.
+	var before *browser.Observation
+	if pi := se.page(in.LeaseID); pi != nil && pi.obs != nil {
+		before = pi.obs
+		r.Since = before.Cursor
+	}
 	timeout := browser.DefaultActionTimeout
 	if in.TimeoutMs != nil {
 		timeout = time.Duration(*in.TimeoutMs) * time.Millisecond
@@ -291,8 +298,35 @@ func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput)
 	if err := s.call(ctx, req.Session, timeout+actSlack, "browser.act", map[string]any{"sessionId": se.id, "request": r}, &res); err != nil {
 		return nil, nil, withRequestID(err, in.RequestID)
 	}
+	if res.Change != nil {
+		if now := applyChange(before, res.Change); now != nil {
+			se.remember(in.LeaseID, now)
+			return text(RenderAction(&res, &in.Action, in.LeaseID, before)), nil, nil
+		}
+		// Not a change of the page asked about (this broker never sends
+		// one): show the whole page instead.
+		var o browser.Observation
+		if err := s.call(ctx, req.Session, readTimeout, "browser.observe", map[string]any{"sessionId": se.id, "leaseId": in.LeaseID}, &o); err != nil {
+			return nil, nil, withRequestID(err, in.RequestID)
+		}
+		res.Change, res.Observation = nil, &o
+	}
 	se.remember(in.LeaseID, res.Observation)
-	return text(RenderAction(&res, &in.Action, in.LeaseID)), nil, nil
+	return text(RenderAction(&res, &in.Action, in.LeaseID, nil)), nil, nil
+}
+
+// applyChange is the observation a change gives from its baseline, or nil
+// when the change is not one of base.
+func applyChange(base *browser.Observation, d *browser.ObservationDelta) *browser.Observation {
+	if base == nil || d.BaseCursor != base.Cursor {
+		return nil
+	}
+	if t := d.Text; t != nil && (t.Start < 0 || t.DeleteCount < 0 || t.Start > len(base.Text)-t.DeleteCount) {
+		return nil
+	}
+	nodes, text := d.Apply(base.Nodes, base.Text)
+	return &browser.Observation{Format: "full", Cursor: d.Cursor, Tab: d.Tab, URL: d.URL, Title: d.Title,
+		DocumentEpoch: d.DocumentEpoch, Revision: d.Revision, Nodes: nodes, Text: text, Truncated: d.Truncated, Scope: d.Scope}
 }
 
 // navigate opens a URL in the leased tab: it reads the tab's current

@@ -41,7 +41,11 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 	if req.TimeoutMs != nil {
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
 	}
-	idt := r.identify(c, in.SessionID, req.RequestID, req)
+	// since says how to answer, not what to do: a retry that names
+	// another baseline is the same action.
+	what := req
+	what.Since = ""
+	idt := r.identify(c, in.SessionID, req.RequestID, what)
 	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
 	f, retry, err := r.begin(ctx, idt, owner, req.LeaseID)
 	if f == nil {

@@ -573,8 +573,9 @@ func TestActChangeSince(t *testing.T) {
 	if err != nil || res.Change != nil || res.Observation == nil || !res.Observation.ResyncRequired || res.Observation.ResyncReason != "cursor-unavailable" {
 		t.Fatalf("since a cursor the runtime does not know: %+v, %v", res, err)
 	}
-	// A retry gets the result kept for it, whole.
-	res, err = click("delta", a.obs.Cursor)
+	// A retry gets the result kept for it, whole, whatever baseline it
+	// names: since is not part of what the action is.
+	res, err = click("delta", res.Observation.Cursor)
 	if err != nil || res.Observation == nil || a.p.count(browser.ProviderInputClick) != 2 {
 		t.Fatalf("retry: %+v, %v (%d clicks)", res, err, a.p.count(browser.ProviderInputClick))
 	}
