@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -247,6 +248,39 @@ func TestWithBroker(t *testing.T) {
 		if !strings.Contains(out, "click "+ref(t, page, "button", "Item 3")+": unknown") || !strings.Contains(out, "documentEpoch="+epoch(t, page)) ||
 			len(out) > 1024 || len(page) < 4*1024 {
 			t.Fatalf("a click on a page of %d bytes is answered in %d:\n%s", len(page), len(out), out)
+		}
+	})
+
+	t.Run("a button in a same-origin iframe: one observe, one act", func(t *testing.T) {
+		tab, _ := s.Tab(t, s.Pages.URL("/frames"))
+		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
+		raw, _ := json.Marshal(res.StructuredContent)
+		var l mcpserver.ClaimOutput
+		json.Unmarshal(raw, &l)
+		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
+		var page string
+		for range 50 { // the frames load after the page
+			if page, _ = h.call("browser_observe", map[string]any{"leaseId": l.LeaseID}, false); strings.Contains(page, "Nested button") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, want := range []string{s.Pages.Origin() + " (same origin; its refs act directly):\n  - button \"Nested button\" [ref=",
+			s.Pages.Other().Origin() + " (cross-origin: another site's content, not readable)"} {
+			if !strings.Contains(page, want) {
+				t.Fatalf("observe lacks %q:\n%s", want, page)
+			}
+		}
+		out, _ := h.call("browser_act", map[string]any{"leaseId": l.LeaseID, "documentEpoch": epoch(t, page),
+			"action": click(ref(t, page, "button", "Nested button"), "Nested clicks: 1")}, false)
+		if !strings.Contains(out, "Done: the expected text is on the page.") || !strings.Contains(out, "Nested clicks: 1") {
+			t.Fatalf("click in the frame:\n%s", out)
+		}
+		// The frame's refs still hold for the next action.
+		out, _ = h.call("browser_act", map[string]any{"leaseId": l.LeaseID, "documentEpoch": epoch(t, page),
+			"action": click(ref(t, page, "button", "Nested button"), "Nested clicks: 2")}, false)
+		if !strings.Contains(out, "Done: the expected text is on the page.") {
+			t.Fatalf("a second click in the frame:\n%s", out)
 		}
 	})
 

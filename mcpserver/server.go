@@ -127,6 +127,9 @@ type pageInfo struct {
 	// obs is the last whole observation, which the next action's change
 	// is measured from (nil after a read that gives no cursor).
 	obs *browser.Observation
+	// frames are the child frames read with it, kept while the page shows
+	// the same document.
+	frames []*inlineFrame
 }
 
 // approval is one browser.batch waiting for its steps' approvals.
@@ -401,6 +404,9 @@ func (se *session) remember(leaseID string, o *browser.Observation) {
 		pi.labels[o.Nodes[i].ID] = label(&o.Nodes[i])
 	}
 	se.mu.Lock()
+	if old := se.pages[leaseID]; old != nil && old.obs != nil && pi.obs != nil && old.obs.DocumentEpoch == pi.obs.DocumentEpoch {
+		pi.frames = old.frames
+	}
 	if len(se.pages) >= 64 {
 		clear(se.pages) // a bound; labels are only a courtesy
 	}

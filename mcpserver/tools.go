@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,7 +37,7 @@ type (
 	}
 	ActInput struct {
 		LeaseID       string                 `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
-		DocumentEpoch string                 `json:"documentEpoch" jsonschema:"the documentEpoch of the observation the ref comes from"`
+		DocumentEpoch string                 `json:"documentEpoch" jsonschema:"the documentEpoch of the observation the ref comes from (the page's, also for a ref of an iframe shown in it)"`
 		Action        browser.Action         `json:"action" jsonschema:"what to do, on which element"`
 		RequestID     string                 `json:"requestId,omitempty" jsonschema:"identifies this action; omit it for a new action (one is generated and shown in the result); pass the same one again only to retry an action whose result you did not get"`
 		TimeoutMs     *int                   `json:"timeoutMs,omitempty" jsonschema:"give up after this many milliseconds (default 10000)"`
@@ -118,6 +119,7 @@ func (s *Server) addTools() {
 		Title: "Read the page",
 		Description: "Read the leased tab as a compact outline: its controls with the ref to act on and their state (value, checked, disabled), named regions (their refs read one region with rootRef, or scroll it), and the page's text. " +
 			"The second line gives the leaseId and documentEpoch to pass to browser_act with a ref. Refs and the documentEpoch belong to this document: after a navigation, or when an action answers STALE_TARGET, observe again. " +
+			"Same-origin iframes (up to 4) follow the page, indented: their refs act directly in browser_act with the page's documentEpoch; iframes of other sites are listed as not readable. " +
 			"Long pages are cut (marked truncated): to find one element there, pass query with its exact accessible name (and role), or rootRef to read one region only (with query: search only there); to read all of it, use browser_read_page.",
 		InputSchema: inputSchema[ObserveInput](annotateObserve),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
@@ -266,12 +268,35 @@ func (s *Server) observe(ctx context.Context, req *mcp.CallToolRequest, in Obser
 	if in.RootRef != "" {
 		params["rootRef"] = in.RootRef
 	}
+	// The whole page comes with its child frames: their list is read
+	// beside the page, then the same-origin ones.
+	whole := in.Query == nil && in.Frame == nil && in.RootRef == ""
+	var inv *browser.FrameInventory
+	var wg sync.WaitGroup
+	if whole {
+		wg.Go(func() {
+			var v browser.FrameInventory
+			if s.call(ctx, req.Session, readTimeout, "browser.frames", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, &v) == nil {
+				inv = &v
+			}
+		})
+	}
 	var o browser.Observation
-	if err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o); err != nil {
+	err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o)
+	wg.Wait()
+	if err != nil {
 		return nil, nil, err
 	}
 	se.remember(in.LeaseID, &o)
-	return text(Outline(&o, in.LeaseID)), nil, nil
+	if !whole {
+		return text(Outline(&o, in.LeaseID)), nil, nil
+	}
+	frames := s.observeFrames(ctx, req.Session, se, in.LeaseID, &o, inv)
+	se.rememberFrames(in.LeaseID, frames)
+	var b strings.Builder
+	writeOutline(&b, &o, in.LeaseID)
+	writeFrames(&b, frames)
+	return text(b.String()), nil, nil
 }
 
 func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput) (*mcp.CallToolResult, any, error) {
@@ -282,13 +307,36 @@ func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput)
 	if in.RequestID == "" {
 		in.RequestID = newRequestID()
 	}
-	r := browser.ActionRequest{RequestID: in.RequestID, LeaseID: in.LeaseID, DocumentEpoch: in.DocumentEpoch, Action: in.Action, TimeoutMs: in.TimeoutMs, Frame: in.Frame}
-	// Ask for what changed since the page the agent last saw: the answer
-	// stays small however big the page.
+	// A ref of a frame read into the outline acts in that frame; the
+	// answer says what changed since the agent last saw the page (or the
+	// frame), small however big the page.
 	var before *browser.Observation
-	if pi := se.page(in.LeaseID); pi != nil && pi.obs != nil {
-		before = pi.obs
+	frameID := ""
+	if pi := se.page(in.LeaseID); pi != nil {
+		var f *inlineFrame
+		if in.Frame == nil {
+			f = pi.frameOf(in.Action.Ref, in.DocumentEpoch)
+		} else {
+			f = pi.frame(in.Frame)
+		}
+		switch {
+		case f != nil:
+			in.Frame, in.DocumentEpoch = f.selector(), f.obs.DocumentEpoch
+			before, frameID = f.obs, f.frame.ID
+		case in.Frame == nil:
+			before = pi.obs
+		}
+	}
+	r := browser.ActionRequest{RequestID: in.RequestID, LeaseID: in.LeaseID, DocumentEpoch: in.DocumentEpoch, Action: in.Action, TimeoutMs: in.TimeoutMs, Frame: in.Frame}
+	if before != nil {
 		r.Since = before.Cursor
+	}
+	remember := func(o *browser.Observation) {
+		if frameID != "" {
+			se.rememberFrame(in.LeaseID, frameID, o)
+		} else {
+			se.remember(in.LeaseID, o)
+		}
 	}
 	timeout := browser.DefaultActionTimeout
 	if in.TimeoutMs != nil {
@@ -300,18 +348,22 @@ func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput)
 	}
 	if res.Change != nil {
 		if now := applyChange(before, res.Change); now != nil {
-			se.remember(in.LeaseID, now)
+			remember(now)
 			return text(RenderAction(&res, &in.Action, in.LeaseID, before)), nil, nil
 		}
 		// Not a change of the page asked about (this broker never sends
 		// one): show the whole page instead.
+		params := map[string]any{"sessionId": se.id, "leaseId": in.LeaseID}
+		if in.Frame != nil {
+			params["frame"] = in.Frame
+		}
 		var o browser.Observation
-		if err := s.call(ctx, req.Session, readTimeout, "browser.observe", map[string]any{"sessionId": se.id, "leaseId": in.LeaseID}, &o); err != nil {
+		if err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o); err != nil {
 			return nil, nil, withRequestID(err, in.RequestID)
 		}
 		res.Change, res.Observation = nil, &o
 	}
-	se.remember(in.LeaseID, res.Observation)
+	remember(res.Observation)
 	return text(RenderAction(&res, &in.Action, in.LeaseID, nil)), nil, nil
 }
 
