@@ -81,7 +81,9 @@ func (c Connection) AllowedHosts() []string {
 
 // Requirement parses the row's requirement (the approved one on an
 // approved row: never the pending edit).
-func (c Connection) Requirement() (*conn.Requirement, error) { return conn.ParseString(c.RequirementJSON) }
+func (c Connection) Requirement() (*conn.Requirement, error) {
+	return conn.ParseString(c.RequirementJSON)
+}
 
 const connectionColumns = `app_id, slot, requirement_json, requirement_version, provenance, confidence, status,
 	coalesce(pending_requirement_json, ''), imported, allowed_hosts, coalesce(approved_at, ''), coalesce(revoked_at, ''),

@@ -226,7 +226,10 @@ func TestRevoke(t *testing.T) {
 		t.Fatal("revoking one slot touched another")
 	}
 	for name, err := range map[string]error{
-		"put":     func() error { _, err := db.PutDeclaredConnection(ctx, app.ID, requirement("todo"), conn.ProvenanceUser, nil); return err }(),
+		"put": func() error {
+			_, err := db.PutDeclaredConnection(ctx, app.ID, requirement("todo"), conn.ProvenanceUser, nil)
+			return err
+		}(),
 		"approve": func() error { _, err := db.ApproveConnection(ctx, app.ID, "todo", c.RequirementJSON, nil); return err }(),
 		"cred":    db.SetConnectionCredential(ctx, app.ID, "todo", "api_key", "x"),
 	} {
@@ -249,8 +252,14 @@ func TestWriterRefusals(t *testing.T) {
 	app := mustInstall(t, db, "A")
 	before := readFile(t, path)
 	for name, err := range map[string]error{
-		"invalid":    func() error { _, err := db.PutDeclaredConnection(ctx, app.ID, `{"slot":"x"}`, conn.ProvenanceUser, nil); return err }(),
-		"provenance": func() error { _, err := db.PutDeclaredConnection(ctx, app.ID, requirement("x"), "model", nil); return err }(),
+		"invalid": func() error {
+			_, err := db.PutDeclaredConnection(ctx, app.ID, `{"slot":"x"}`, conn.ProvenanceUser, nil)
+			return err
+		}(),
+		"provenance": func() error {
+			_, err := db.PutDeclaredConnection(ctx, app.ID, requirement("x"), "model", nil)
+			return err
+		}(),
 	} {
 		if !errors.Is(err, userdb.ErrInvalidRequirement) || userdb.Code(err) != userdb.CodeInvalidRequirement {
 			t.Errorf("%s: %v", name, err)
@@ -264,9 +273,12 @@ func TestWriterRefusals(t *testing.T) {
 	}
 	c := put(t, db, app.ID, requirement("todo"))
 	for name, err := range map[string]error{
-		"revoke declared":    func() error { _, err := db.RevokeConnection(ctx, app.ID, "todo"); return err }(),
-		"stage declared":     func() error { _, err := db.StagePendingRequirement(ctx, app.ID, requirement("todo")); return err }(),
-		"reapprove declared": func() error { _, err := db.ReapproveConnection(ctx, app.ID, "todo", c.RequirementJSON, nil); return err }(),
+		"revoke declared": func() error { _, err := db.RevokeConnection(ctx, app.ID, "todo"); return err }(),
+		"stage declared":  func() error { _, err := db.StagePendingRequirement(ctx, app.ID, requirement("todo")); return err }(),
+		"reapprove declared": func() error {
+			_, err := db.ReapproveConnection(ctx, app.ID, "todo", c.RequirementJSON, nil)
+			return err
+		}(),
 	} {
 		if !errors.Is(err, userdb.ErrWriteRule) {
 			t.Errorf("%s: %v", name, err)
