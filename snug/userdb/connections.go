@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -464,4 +465,38 @@ func requireFields(ctx context.Context, c *sql.Conn, appID string, req *conn.Req
 		}
 	}
 	return nil
+}
+
+// secretField is a field name under a slot: a credential field key, or
+// _connection.
+var secretField = regexp.MustCompile(`^([a-z0-9_]{1,40}|_connection)$`)
+
+// SetConnectionSecrets writes secrets under an approved connection's slot
+// — tokens the executor obtained, its _connection state — in one
+// transaction, and only while the row is approved: a token that arrives
+// after a revocation is dropped, never stored ([ErrWriteRule]). An empty
+// value removes its key.
+func (db *DB) SetConnectionSecrets(ctx context.Context, appID, slot string, values map[string]string) error {
+	return db.write(ctx, func(c *sql.Conn) error {
+		row, err := connectionRow(ctx, c, appID, slot)
+		if err != nil {
+			return err
+		}
+		if row.Status != conn.StatusApproved {
+			return errorf(ErrWriteRule, "connection %q is %s", slot, row.Status)
+		}
+		for _, f := range slices.Sorted(maps.Keys(values)) {
+			if !secretField.MatchString(f) {
+				return errorf(ErrInvalid, "bad secret field %q", f)
+			}
+			var v []byte
+			if values[f] != "" {
+				v = []byte(values[f])
+			}
+			if err := upsert(ctx, c, "snug_secrets", conn.CredentialKey(appID, slot, f), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
