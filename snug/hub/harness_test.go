@@ -50,8 +50,8 @@ func (s *syncBuffer) String() string {
 }
 
 // start runs a broker with the hub over a fresh state directory, or over
-// stateDir when given (a restart).
-func start(t *testing.T, stateDir string) *env {
+// stateDir when given (a restart); opts adjust the hub's config.
+func start(t *testing.T, stateDir string, opts ...func(*hub.Config)) *env {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hub")
 	if err != nil {
@@ -66,7 +66,11 @@ func start(t *testing.T, stateDir string) *env {
 	var hb *hub.Hub
 	srv, err := broker.New(broker.Config{RuntimeDir: e.dir, StateDir: stateDir, Logger: log, Services: []service.Register{
 		func(h service.Host) (service.Service, error) {
-			s, err := hub.Register(hub.Config{StateDir: stateDir, Logger: log})(h)
+			cfg := hub.Config{StateDir: stateDir, Logger: log}
+			for _, o := range opts {
+				o(&cfg)
+			}
+			s, err := hub.Register(cfg)(h)
 			hb, _ = s.(*hub.Hub)
 			return s, err
 		},
@@ -133,6 +137,9 @@ type runnerHost struct {
 
 	mu     sync.Mutex
 	opened []apps.OpenTabParams
+	asked  []apps.ConfirmParams                        // questions put to the owner
+	answer func(apps.ConfirmParams) apps.ConfirmResult // nil: no
+
 	tabs   map[string]*tab
 	seq    map[string]int64
 	pieces int // pieces delivered, in all
@@ -160,6 +167,17 @@ func (h *runnerHost) Handle(_ context.Context, req *rpc.Request) (any, error) {
 		h.opened = append(h.opened, p)
 		h.mu.Unlock()
 		return apps.OpenTabResult{Tab: 7}, nil
+	case apps.CallConfirm:
+		var p apps.ConfirmParams
+		json.Unmarshal(req.Params, &p)
+		h.mu.Lock()
+		h.asked = append(h.asked, p)
+		answer := h.answer
+		h.mu.Unlock()
+		if answer == nil {
+			return apps.ConfirmResult{}, nil
+		}
+		return answer(p), nil
 	case apps.CallDeliver:
 		h.mu.Lock()
 		hold := h.hold
