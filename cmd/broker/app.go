@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/snug/agent"
 	"github.com/dsh-browser/broker/snug/apps"
+	"github.com/dsh-browser/broker/snug/conn"
 	"github.com/dsh-browser/broker/snug/contract"
 	"github.com/dsh-browser/broker/snug/hub"
 	"github.com/dsh-browser/broker/snug/samples"
@@ -51,7 +52,13 @@ the agent you choose. APP is an app's id or its name.
   broker app agent --mcp [--mcp-host NAME]
                                       your MCP host, through sampling on a
                                       'broker mcp' connection
-  broker app agent --none             no agent (apps still store data)`
+  broker app agent --none             no agent (apps still store data)
+  broker app connections APP          the APIs the app may use with your credentials
+  broker app connections APP --show SLOT | --declare FILE.json | --revoke SLOT
+  broker app connections APP --credential SLOT.FIELD
+                                      store a credential, read from standard
+                                      input (never argv); approve connections in
+                                      the app's tab (Connections)`
 
 func runApp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -73,6 +80,8 @@ func runApp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		"source":   appSource,
 		"remove":   appRemove,
 		"agent":    appAgent,
+
+		"connections": appConnections,
 	}[sub]
 	if !ok {
 		fmt.Fprintf(stderr, "broker app: unknown command %q\n\nUsage: broker %s\n", sub, appSynopsis)
@@ -183,6 +192,12 @@ func (a *appCmd) explain(method string, err error) string {
 		return "the Snug user database is unavailable: 'broker status --json' says why"
 	case code == wire.CodePolicyDenied && method == apps.MethodAgentSet:
 		return "the endpoint was refused: use https, or plain http only to this machine"
+	case code == wire.CodePolicyDenied && strings.HasPrefix(method, "snug.connection"):
+		return "the connection's state does not allow that: it is revoked (proposals for it are refused), or not approved ('broker app connections APP')"
+	case code == wire.CodeQueueFull && method == apps.MethodConnectionDeclare:
+		return fmt.Sprintf("the app has %d connections, the most it may have (revoked ones count)", conn.MaxSlotsPerApp)
+	case code == wire.CodeInvalidRequest && strings.HasPrefix(method, "snug.connection"):
+		return "the broker refused it: check the requirement, the slot and the field ('broker app connections APP --show SLOT')"
 	case code == wire.CodeQueueFull:
 		return "the Snug user database is full (64 MiB)"
 	case code == wire.CodeInvalidRequest:
@@ -486,9 +501,15 @@ func orNone(s []string) string {
 // readKey reads the API key: hidden, after a prompt, from a terminal; the
 // first line otherwise. An empty key means the endpoint needs none.
 func readKey(stdin io.Reader, stderr io.Writer, endpoint string) (string, error) {
+	return readSecret(stdin, stderr, "API key for "+endpoint+" (input hidden; empty for none): ")
+}
+
+// readSecret reads a secret: hidden, after prompt, from a terminal; the
+// first line otherwise.
+func readSecret(stdin io.Reader, stderr io.Writer, prompt string) (string, error) {
 	if f, ok := stdin.(*os.File); ok {
 		if old, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-			fmt.Fprintf(stderr, "API key for %s (input hidden; empty for none): ", endpoint)
+			fmt.Fprint(stderr, prompt)
 			hidden := *old
 			hidden.Lflag &^= unix.ECHO
 			unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, &hidden)

@@ -72,11 +72,15 @@ type Connection struct {
 	Provenance         string          `json:"provenance"`
 	RequirementVersion int             `json:"requirementVersion"`
 	Requirement        json.RawMessage `json:"requirement"` // canonical JSON, shown verbatim
+	// RequirementText is the same, as text: what an approval names as
+	// reviewed (and PendingText for a re-approval).
+	RequirementText string `json:"requirementText"`
 	// Ceiling is what an approval freezes now (the requirement's hosts);
 	// AllowedHosts what the last approval froze.
 	Ceiling      []string        `json:"ceiling"`
 	AllowedHosts []string        `json:"allowedHosts"`
 	Pending      json.RawMessage `json:"pending,omitempty"` // a staged change, canonical JSON
+	PendingText  string          `json:"pendingText,omitempty"`
 	PendingHosts []string        `json:"pendingHosts,omitempty"`
 	Diff         []Change        `json:"diff,omitempty"` // the staged change, field by field
 	Credentials  map[string]bool `json:"credentials"`    // field → a value is stored

@@ -19,7 +19,7 @@ import (
 func (h *Hub) view(ctx context.Context, c userdb.Connection) apps.Connection {
 	v := apps.Connection{App: c.AppID, Slot: c.Slot, Status: string(c.Status), NeedsReapproval: c.NeedsReapproval(),
 		Imported: c.Imported, Provenance: string(c.Provenance), RequirementVersion: c.RequirementVersion,
-		Requirement: json.RawMessage(c.RequirementJSON), AllowedHosts: c.AllowedHosts(), ApprovedAt: c.ApprovedAt,
+		Requirement: json.RawMessage(c.RequirementJSON), RequirementText: c.RequirementJSON, AllowedHosts: c.AllowedHosts(), ApprovedAt: c.ApprovedAt,
 		RevokedAt: c.RevokedAt, Ceiling: []string{}}
 	if v.AllowedHosts == nil {
 		v.AllowedHosts = []string{}
@@ -29,7 +29,7 @@ func (h *Hub) view(ctx context.Context, c userdb.Connection) apps.Connection {
 		v.Provider, v.Kind, v.Ceiling = req.Provider.Name, string(req.Kind), req.Ceiling()
 	}
 	if c.PendingJSON != "" {
-		v.Pending = json.RawMessage(c.PendingJSON)
+		v.Pending, v.PendingText = json.RawMessage(c.PendingJSON), c.PendingJSON
 		if next, err := conn.ParseString(c.PendingJSON); err == nil {
 			v.PendingHosts = next.Ceiling()
 			if req != nil {
