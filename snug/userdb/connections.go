@@ -86,11 +86,11 @@ func (c Connection) Requirement() (*conn.Requirement, error) {
 	return conn.ParseString(c.RequirementJSON)
 }
 
-const connectionColumns = `app_id, slot, requirement_json, requirement_version, provenance, confidence, status,
+const connSelectColumns = `app_id, slot, requirement_json, requirement_version, provenance, confidence, status,
 	coalesce(pending_requirement_json, ''), imported, allowed_hosts, coalesce(approved_at, ''), coalesce(revoked_at, ''),
 	created_at, updated_at`
 
-func scanConnection(row interface{ Scan(...any) error }) (Connection, error) {
+func scanConn(row interface{ Scan(...any) error }) (Connection, error) {
 	var c Connection
 	var conf sql.NullFloat64
 	var imported int
@@ -108,21 +108,21 @@ func (db *DB) Connections(ctx context.Context, appID string) ([]Connection, erro
 	var out []Connection
 	err := db.with(func(c *sql.Conn) error {
 		var err error
-		out, err = connections(ctx, c, appID)
+		out, err = readConnections(ctx, c, appID)
 		return err
 	})
 	return out, err
 }
 
-func connections(ctx context.Context, c *sql.Conn, appID string) ([]Connection, error) {
-	rows, err := c.QueryContext(ctx, `SELECT `+connectionColumns+` FROM snug_connections WHERE app_id = ? ORDER BY slot`, appID)
+func readConnections(ctx context.Context, c *sql.Conn, appID string) ([]Connection, error) {
+	rows, err := c.QueryContext(ctx, `SELECT `+connSelectColumns+` FROM snug_connections WHERE app_id = ? ORDER BY slot`, appID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []Connection
 	for rows.Next() {
-		r, err := scanConnection(rows)
+		r, err := scanConn(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -136,14 +136,14 @@ func (db *DB) ConnectionRow(ctx context.Context, appID, slot string) (Connection
 	var r Connection
 	err := db.with(func(c *sql.Conn) error {
 		var err error
-		r, err = connectionRow(ctx, c, appID, slot)
+		r, err = readConnection(ctx, c, appID, slot)
 		return err
 	})
 	return r, err
 }
 
-func connectionRow(ctx context.Context, c *sql.Conn, appID, slot string) (Connection, error) {
-	r, err := scanConnection(c.QueryRowContext(ctx, `SELECT `+connectionColumns+` FROM snug_connections WHERE app_id = ? AND slot = ?`, appID, slot))
+func readConnection(ctx context.Context, c *sql.Conn, appID, slot string) (Connection, error) {
+	r, err := scanConn(c.QueryRowContext(ctx, `SELECT `+connSelectColumns+` FROM snug_connections WHERE app_id = ? AND slot = ?`, appID, slot))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errorf(ErrNotFound, "app %q has no connection %q", appID, slot)
 	}
@@ -184,7 +184,7 @@ func (db *DB) PutDeclaredConnection(ctx context.Context, appID, requirement stri
 			return err
 		}
 		now := timestamp(db.opts.Now())
-		row, err := connectionRow(ctx, c, appID, req.Slot)
+		row, err := readConnection(ctx, c, appID, req.Slot)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			var n int
@@ -218,7 +218,7 @@ func (db *DB) PutDeclaredConnection(ctx context.Context, appID, requirement stri
 				return err
 			}
 		}
-		out, err = connectionRow(ctx, c, appID, req.Slot)
+		out, err = readConnection(ctx, c, appID, req.Slot)
 		return err
 	})
 	return out, err
@@ -236,7 +236,7 @@ func (db *DB) StagePendingRequirement(ctx context.Context, appID, requirement st
 	}
 	var out Connection
 	err = db.write(ctx, func(c *sql.Conn) error {
-		row, err := connectionRow(ctx, c, appID, req.Slot)
+		row, err := readConnection(ctx, c, appID, req.Slot)
 		if err != nil {
 			return err
 		}
@@ -251,7 +251,7 @@ func (db *DB) StagePendingRequirement(ctx context.Context, appID, requirement st
 			pending, timestamp(db.opts.Now()), appID, req.Slot); err != nil {
 			return err
 		}
-		out, err = connectionRow(ctx, c, appID, req.Slot)
+		out, err = readConnection(ctx, c, appID, req.Slot)
 		return err
 	})
 	return out, err
@@ -273,7 +273,7 @@ type Credentials map[string]string
 func (db *DB) ApproveConnection(ctx context.Context, appID, slot, reviewed string, creds Credentials) (Connection, error) {
 	var out Connection
 	err := db.write(ctx, func(c *sql.Conn) error {
-		row, err := connectionRow(ctx, c, appID, slot)
+		row, err := readConnection(ctx, c, appID, slot)
 		if err != nil {
 			return err
 		}
@@ -301,7 +301,7 @@ func (db *DB) ApproveConnection(ctx context.Context, appID, slot, reviewed strin
 			conn.HostsJSON(req.Ceiling()), now, now, appID, slot); err != nil {
 			return err
 		}
-		out, err = connectionRow(ctx, c, appID, slot)
+		out, err = readConnection(ctx, c, appID, slot)
 		return err
 	})
 	return out, err
@@ -317,7 +317,7 @@ func (db *DB) ApproveConnection(ctx context.Context, appID, slot, reviewed strin
 func (db *DB) ReapproveConnection(ctx context.Context, appID, slot, reviewed string, creds Credentials) (Connection, error) {
 	var out Connection
 	err := db.write(ctx, func(c *sql.Conn) error {
-		row, err := connectionRow(ctx, c, appID, slot)
+		row, err := readConnection(ctx, c, appID, slot)
 		if err != nil {
 			return err
 		}
@@ -350,7 +350,7 @@ func (db *DB) ReapproveConnection(ctx context.Context, appID, slot, reviewed str
 			req.Canonical(), version, conn.HostsJSON(req.Ceiling()), now, now, appID, slot); err != nil {
 			return err
 		}
-		out, err = connectionRow(ctx, c, appID, slot)
+		out, err = readConnection(ctx, c, appID, slot)
 		return err
 	})
 	return out, err
@@ -363,7 +363,7 @@ func (db *DB) ReapproveConnection(ctx context.Context, appID, slot, reviewed str
 func (db *DB) RevokeConnection(ctx context.Context, appID, slot string) (Connection, error) {
 	var out Connection
 	err := db.write(ctx, func(c *sql.Conn) error {
-		row, err := connectionRow(ctx, c, appID, slot)
+		row, err := readConnection(ctx, c, appID, slot)
 		if err != nil {
 			return err
 		}
@@ -378,7 +378,7 @@ func (db *DB) RevokeConnection(ctx context.Context, appID, slot string) (Connect
 		if _, err := c.ExecContext(ctx, `DELETE FROM snug_secrets WHERE substr(key, 1, length(?1)) = ?1`, conn.SlotKeyPrefix(appID, slot)); err != nil {
 			return err
 		}
-		out, err = connectionRow(ctx, c, appID, slot)
+		out, err = readConnection(ctx, c, appID, slot)
 		return err
 	})
 	return out, err
@@ -390,7 +390,7 @@ func (db *DB) RevokeConnection(ctx context.Context, appID, slot string) (Connect
 // The value goes to snug_secrets only.
 func (db *DB) SetConnectionCredential(ctx context.Context, appID, slot, field, value string) error {
 	return db.write(ctx, func(c *sql.Conn) error {
-		row, err := connectionRow(ctx, c, appID, slot)
+		row, err := readConnection(ctx, c, appID, slot)
 		if err != nil {
 			return err
 		}
@@ -478,7 +478,7 @@ var secretField = regexp.MustCompile(`^([a-z0-9_]{1,40}|_connection)$`)
 // value removes its key.
 func (db *DB) SetConnectionSecrets(ctx context.Context, appID, slot string, values map[string]string) error {
 	return db.write(ctx, func(c *sql.Conn) error {
-		row, err := connectionRow(ctx, c, appID, slot)
+		row, err := readConnection(ctx, c, appID, slot)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // requirement is a valid api_key requirement for slot, with extra hosts.
-func requirement(slot string, hosts ...string) string {
+func reqJSON(slot string, hosts ...string) string {
 	all := append([]string{"api." + slot + ".example"}, hosts...)
 	return fmt.Sprintf(`{"slot":%q,"provider":{"name":"Provider %s"},"kind":"api_key",
 		"fields":[{"key":"api_key","label":"API key","type":"secret"}],
@@ -56,30 +56,30 @@ func TestConnectionSlotCap(t *testing.T) {
 	db, path := mustOpen(t, userdb.Options{})
 	a, b := mustInstall(t, db, "A"), mustInstall(t, db, "B")
 	for i := range conn.MaxSlotsPerApp {
-		put(t, db, a.ID, requirement(fmt.Sprintf("s%d", i)))
+		put(t, db, a.ID, reqJSON(fmt.Sprintf("s%d", i)))
 	}
 	before := readFile(t, path)
-	if _, err := db.PutDeclaredConnection(ctx, a.ID, requirement("s8"), conn.ProvenanceUser, nil); !errors.Is(err, userdb.ErrSlotCap) {
+	if _, err := db.PutDeclaredConnection(ctx, a.ID, reqJSON("s8"), conn.ProvenanceUser, nil); !errors.Is(err, userdb.ErrSlotCap) {
 		t.Fatalf("9th slot: %v", err)
 	}
 	if !bytes.Equal(before, readFile(t, path)) || count(t, path, a.ID) != 8 {
 		t.Fatal("the refused 9th slot wrote something")
 	}
-	if c := put(t, db, a.ID, requirement("s0", "more.example")); c.RequirementVersion != 2 {
+	if c := put(t, db, a.ID, reqJSON("s0", "more.example")); c.RequirementVersion != 2 {
 		t.Fatalf("re-put at the cap: %+v", c)
 	}
-	put(t, db, b.ID, requirement("s8")) // the other app's own cap
+	put(t, db, b.ID, reqJSON("s8")) // the other app's own cap
 
 	// Eight approve-then-revoke cycles fill the cap with tombstones.
 	c := mustInstall(t, db, "C")
 	for i := range conn.MaxSlotsPerApp {
-		r := put(t, db, c.ID, requirement(fmt.Sprintf("t%d", i)))
+		r := put(t, db, c.ID, reqJSON(fmt.Sprintf("t%d", i)))
 		approve(t, db, c.ID, r, "k")
 		if _, err := db.RevokeConnection(ctx, c.ID, r.Slot); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.PutDeclaredConnection(ctx, c.ID, requirement("t8"), conn.ProvenanceUser, nil); !errors.Is(err, userdb.ErrSlotCap) {
+	if _, err := db.PutDeclaredConnection(ctx, c.ID, reqJSON("t8"), conn.ProvenanceUser, nil); !errors.Is(err, userdb.ErrSlotCap) {
 		t.Fatalf("after 8 tombstones: %v", err)
 	}
 }
@@ -104,17 +104,17 @@ func TestRequirementVersions(t *testing.T) {
 	db, _ := mustOpen(t, userdb.Options{})
 	app := mustInstall(t, db, "A")
 	v := func(text string) int { return put(t, db, app.ID, text).RequirementVersion }
-	first := requirement("todo")
+	first := reqJSON("todo")
 	if got := v(first); got != 1 {
 		t.Fatalf("first put: v%d", got)
 	}
 	if got := v(first); got != 1 {
 		t.Fatalf("identical put: v%d", got)
 	}
-	if got := v(requirement("todo", "b.example")); got != 2 {
+	if got := v(reqJSON("todo", "b.example")); got != 2 {
 		t.Fatalf("changed put: v%d", got)
 	}
-	if got := v(requirement("todo", "c.example")); got != 3 {
+	if got := v(reqJSON("todo", "c.example")); got != 3 {
 		t.Fatalf("changed again: v%d", got)
 	}
 	reordered := `{"declaredApiHosts":["api.todo.example","c.example"],"kind":"api_key","slot":"todo",
@@ -156,9 +156,9 @@ func rowText(t testing.TB, path, app, slot string) map[string]string {
 func TestStagedEditNeverWidens(t *testing.T) {
 	db, path := mustOpen(t, userdb.Options{})
 	app := mustInstall(t, db, "A")
-	c := approve(t, db, app.ID, put(t, db, app.ID, requirement("todo")), "sk-test-1")
+	c := approve(t, db, app.ID, put(t, db, app.ID, reqJSON("todo")), "sk-test-1")
 	before := rowText(t, path, app.ID, "todo")
-	widened := requirement("todo", "evil.example")
+	widened := reqJSON("todo", "evil.example")
 	if _, err := db.PutDeclaredConnection(ctx, app.ID, widened, conn.ProvenanceInference, nil); !errors.Is(err, userdb.ErrWriteRule) {
 		t.Fatalf("a proposal aimed at an approved row: %v", err)
 	}
@@ -194,8 +194,8 @@ func TestStagedEditNeverWidens(t *testing.T) {
 
 	// A pending requirement naming another slot (a state only a foreign
 	// writer can make) is refused on re-approval.
-	mustExec(t, raw(t, path), `UPDATE snug_connections SET pending_requirement_json = ? WHERE app_id = ?`, canonical(t, requirement("other")), app.ID)
-	if _, err := db.ReapproveConnection(ctx, app.ID, "todo", canonical(t, requirement("other")), nil); !errors.Is(err, userdb.ErrSlotMismatch) {
+	mustExec(t, raw(t, path), `UPDATE snug_connections SET pending_requirement_json = ? WHERE app_id = ?`, canonical(t, reqJSON("other")), app.ID)
+	if _, err := db.ReapproveConnection(ctx, app.ID, "todo", canonical(t, reqJSON("other")), nil); !errors.Is(err, userdb.ErrSlotMismatch) {
 		t.Fatalf("slot mismatch: %v", err)
 	}
 }
@@ -206,9 +206,9 @@ func TestRevoke(t *testing.T) {
 	db, path := mustOpen(t, userdb.Options{})
 	app := mustInstall(t, db, "A")
 	const secret = "sk-live-REVOKE-ME-4eC39HqLyjWD"
-	c := approve(t, db, app.ID, put(t, db, app.ID, requirement("todo")), secret)
+	c := approve(t, db, app.ID, put(t, db, app.ID, reqJSON("todo")), secret)
 	db.SetSecret(ctx, conn.StateKey(app.ID, "todo"), `{"status":"connected"}`)
-	other := approve(t, db, app.ID, put(t, db, app.ID, requirement("keep")), "sk-live-KEEP-ME-xx")
+	other := approve(t, db, app.ID, put(t, db, app.ID, reqJSON("keep")), "sk-live-KEEP-ME-xx")
 	if !bytes.Contains(readFile(t, path), []byte(secret)) {
 		t.Fatal("the secret is not in the file to begin with")
 	}
@@ -227,7 +227,7 @@ func TestRevoke(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"put": func() error {
-			_, err := db.PutDeclaredConnection(ctx, app.ID, requirement("todo"), conn.ProvenanceUser, nil)
+			_, err := db.PutDeclaredConnection(ctx, app.ID, reqJSON("todo"), conn.ProvenanceUser, nil)
 			return err
 		}(),
 		"approve": func() error { _, err := db.ApproveConnection(ctx, app.ID, "todo", c.RequirementJSON, nil); return err }(),
@@ -239,7 +239,7 @@ func TestRevoke(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"revoke again": func() error { _, err := db.RevokeConnection(ctx, app.ID, "todo"); return err }(),
-		"stage":        func() error { _, err := db.StagePendingRequirement(ctx, app.ID, requirement("todo")); return err }(),
+		"stage":        func() error { _, err := db.StagePendingRequirement(ctx, app.ID, reqJSON("todo")); return err }(),
 	} {
 		if !errors.Is(err, userdb.ErrWriteRule) {
 			t.Errorf("%s: %v", name, err)
@@ -257,7 +257,7 @@ func TestWriterRefusals(t *testing.T) {
 			return err
 		}(),
 		"provenance": func() error {
-			_, err := db.PutDeclaredConnection(ctx, app.ID, requirement("x"), "model", nil)
+			_, err := db.PutDeclaredConnection(ctx, app.ID, reqJSON("x"), "model", nil)
 			return err
 		}(),
 	} {
@@ -265,16 +265,16 @@ func TestWriterRefusals(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := db.PutDeclaredConnection(ctx, "no-such-app", requirement("x"), conn.ProvenanceUser, nil); !errors.Is(err, userdb.ErrNotFound) {
+	if _, err := db.PutDeclaredConnection(ctx, "no-such-app", reqJSON("x"), conn.ProvenanceUser, nil); !errors.Is(err, userdb.ErrNotFound) {
 		t.Errorf("unknown app: %v", err)
 	}
 	if !bytes.Equal(before, readFile(t, path)) {
 		t.Fatal("a refused write changed the file")
 	}
-	c := put(t, db, app.ID, requirement("todo"))
+	c := put(t, db, app.ID, reqJSON("todo"))
 	for name, err := range map[string]error{
 		"revoke declared": func() error { _, err := db.RevokeConnection(ctx, app.ID, "todo"); return err }(),
-		"stage declared":  func() error { _, err := db.StagePendingRequirement(ctx, app.ID, requirement("todo")); return err }(),
+		"stage declared":  func() error { _, err := db.StagePendingRequirement(ctx, app.ID, reqJSON("todo")); return err }(),
 		"reapprove declared": func() error {
 			_, err := db.ReapproveConnection(ctx, app.ID, "todo", c.RequirementJSON, nil)
 			return err
@@ -290,7 +290,7 @@ func TestWriterRefusals(t *testing.T) {
 	if _, err := db.ApproveConnection(ctx, app.ID, "todo", c.RequirementJSON, userdb.Credentials{"api_key": "k", "password": "p"}); !errors.Is(err, userdb.ErrInvalid) {
 		t.Errorf("approve with an undeclared field: %v", err)
 	}
-	if _, err := db.ApproveConnection(ctx, app.ID, "todo", canonical(t, requirement("todo", "x.example")), userdb.Credentials{"api_key": "k"}); !errors.Is(err, userdb.ErrStaleReview) {
+	if _, err := db.ApproveConnection(ctx, app.ID, "todo", canonical(t, reqJSON("todo", "x.example")), userdb.Credentials{"api_key": "k"}); !errors.Is(err, userdb.ErrStaleReview) {
 		t.Errorf("approve of another requirement than the row's: %v", err)
 	}
 	if got, _ := db.Connections(ctx, app.ID); got[0].Status != conn.StatusDeclared {
@@ -313,7 +313,7 @@ func TestWriterRefusals(t *testing.T) {
 func TestRemoveDropsConnections(t *testing.T) {
 	db, path := mustOpen(t, userdb.Options{})
 	app := mustInstall(t, db, "A")
-	approve(t, db, app.ID, put(t, db, app.ID, requirement("todo")), "sk-live-GONE-WITH-APP")
+	approve(t, db, app.ID, put(t, db, app.ID, reqJSON("todo")), "sk-live-GONE-WITH-APP")
 	if err := db.Remove(ctx, app.ID); err != nil {
 		t.Fatal(err)
 	}
