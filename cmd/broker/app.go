@@ -36,7 +36,9 @@ browser, keep their data in the broker (STATE/user.snug) and think through
 the agent you choose. APP is an app's id or its name.
 
   broker app install FILE.html [--name NAME] [--contract FILE.json]
-  broker app install --sample notebook  a bundled sample app
+  broker app install --sample notebook|tasks
+                                      a bundled sample app (tasks proposes its
+                                      connection too)
   broker app list
   broker app open APP                 show it in a browser tab
   broker app update APP FILE.html     save a new version (open tabs reload)
@@ -240,7 +242,7 @@ func (a *appCmd) readContract(path string) (string, int) {
 func appInstall(a *appCmd) int {
 	name := a.fs.String("name", "", "the app's name (default: the HTML's <title>)")
 	contractFile := a.fs.String("contract", "", "a runtime contract (JSON, Snug Part IV §18.1) for its turns")
-	sample := a.fs.String("sample", "", "install a bundled sample instead of a file: notebook")
+	sample := a.fs.String("sample", "", "install a bundled sample instead of a file: notebook or tasks")
 	pos, code, ok := a.parse(0, 1)
 	if !ok {
 		return code
@@ -249,7 +251,7 @@ func appInstall(a *appCmd) int {
 	switch {
 	case *sample != "" && len(pos) == 0:
 		if html, ok = samples.All[*sample]; !ok {
-			return a.fail("no sample %q; the samples are: notebook", *sample)
+			return a.fail("no sample %q; the samples are: notebook, tasks", *sample)
 		}
 		pos = []string{*sample}
 	case *sample == "" && len(pos) == 1:
@@ -272,6 +274,15 @@ func appInstall(a *appCmd) int {
 		return code
 	}
 	fmt.Fprintf(a.stdout, "installed %q as %s (version 1)\nopen it with: broker app open %s\n", s.App.DisplayName, s.App.ID, s.App.ID)
+	if *sample == "tasks" {
+		// The sample's connection, proposed on your behalf: nothing is
+		// granted until you approve it in the app's tab.
+		var c apps.Connection
+		if code := a.call(apps.MethodConnectionDeclare, apps.DeclareParams{App: s.App.ID, Requirement: samples.TasksConnection}, &c); code != 0 {
+			return code
+		}
+		fmt.Fprintf(a.stdout, "it proposes a connection to %s (%s); connect it in the app's tab (Connections)\n", c.Provider, strings.Join(c.Ceiling, " "))
+	}
 	return 0
 }
 
