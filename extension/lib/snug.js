@@ -28,6 +28,8 @@ export const SNUG = Object.freeze({
   APPROVE: 'snug.connection.approve',
   REAPPROVE: 'snug.connection.reapprove',
   REVOKE: 'snug.connection.revoke',
+  AUTHORIZE: 'snug.connection.authorize',
+  COMPLETE: 'snug.connection.complete',
   CONFIRM_NET: 'net',
   CONFIRM_OPEN_URL: 'openUrl',
   ADMISSION_REQUEST: 'admission.request',
@@ -45,7 +47,7 @@ export const SNUG = Object.freeze({
 
 // What a runner page may ask the broker, for its own app: the connect
 // flow. The worker names the runner; the page cannot name another.
-const PAGE_CALLS = new Set([SNUG.CONNECTIONS, SNUG.APPROVE, SNUG.REAPPROVE, SNUG.REVOKE]);
+const PAGE_CALLS = new Set([SNUG.CONNECTIONS, SNUG.APPROVE, SNUG.REAPPROVE, SNUG.REVOKE, SNUG.AUTHORIZE, SNUG.COMPLETE]);
 
 const WELCOME_TIMEOUT_MS = 3000;
 const CALL_TIMEOUT_MS = 15000;

@@ -51,12 +51,19 @@ export function injection(req) {
 }
 
 const PROVENANCE = {
-  user: 'you',
+  user: 'you, or a program holding your broker token (broker app connections)',
   inference: 'an agent (its guess, not an authority)',
   user_docs: 'an agent, from documentation you gave',
   starter: 'the installed starter app',
   registry: 'the provider registry',
   shared: 'a shared app bundle',
+};
+
+const SIGN_IN = {
+  pending: 'sign-in not finished',
+  connected: 'signed in',
+  expired: 'signed out: the sign-in expired, sign in again',
+  error: 'the last sign-in failed',
 };
 
 const STATUS = {
@@ -203,6 +210,10 @@ export function createDialogs({ $, port, appName }) {
       const status = c.needsReapproval ? 'change waiting for your approval' : c.imported ? 'imported: review it again' : STATUS[c.status];
       what.append(el('span', status, `status ${c.status}`));
       if (c.status === 'approved') what.append(el('div', `Hosts: ${c.allowedHosts.join(', ')}`));
+      if (c.status === 'approved' && c.kind === 'oauth2_auth_code') {
+        what.append(el('div', SIGN_IN[c.signIn] ?? 'not signed in yet'));
+        if (c.signInError) what.append(el('div', `The provider said: ${c.signInError}`, 'error'));
+      }
       if (c.status === 'revoked') what.append(el('div', `Revoked ${c.revokedAt}. It stays revoked; a new proposal is refused.`));
       card.append(what);
       if (c.status === 'declared') {
@@ -215,6 +226,12 @@ export function createDialogs({ $, port, appName }) {
         const b = el('button', 'Review the change');
         b.id = `reapprove-${c.slot}`;
         b.addEventListener('click', () => review(c, true));
+        card.append(b);
+      }
+      if (c.status === 'approved' && c.kind === 'oauth2_auth_code') {
+        const b = el('button', c.signIn === 'connected' ? 'Sign in again' : 'Sign in');
+        b.id = `signin-${c.slot}`;
+        armed(b, () => signIn(c));
         card.append(b);
       }
       if (c.status === 'approved') {
@@ -233,6 +250,23 @@ export function createDialogs({ $, port, appName }) {
       body.push(card);
     }
     show('Connections', body, [closeButton()]);
+  }
+
+  // signIn runs an OAuth authorization-code sign-in: the broker makes the
+  // provider's authorize URL (PKCE, a signed state), the user signs in in
+  // a window of their browser (chrome.identity), and the broker exchanges
+  // the code it came back with. The app takes no part.
+  async function signIn(c) {
+    let note;
+    try {
+      const { url } = await call('snug.connection.authorize', { slot: c.slot, redirectUri: chrome.identity.getRedirectURL() });
+      const back = await chrome.identity.launchWebAuthFlow({ url, interactive: true });
+      await call('snug.connection.complete', { slot: c.slot, callback: back });
+      note = `${c.provider || c.slot}: signed in.`;
+    } catch (e) {
+      note = `Signing in to ${c.provider || c.slot} did not finish (${e.message}).`;
+    }
+    connections(note);
   }
 
   function closeButton() {
@@ -308,6 +342,7 @@ export function createDialogs({ $, port, appName }) {
         await call(reapprove ? 'snug.connection.reapprove' : 'snug.connection.approve',
           { slot: c.slot, reviewed: reapprove ? c.pendingText : c.requirementText, credentials });
         for (const input of Object.values(inputs)) input.value = '';
+        if (req.kind === 'oauth2_auth_code') return signIn(c);
         connections(`${req.provider?.name} is connected.`);
       } catch (e) {
         error.textContent = e.message === 'INVALID_REQUEST' ? 'Fill in every required field.' :

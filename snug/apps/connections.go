@@ -24,6 +24,13 @@ const (
 	ProviderApprove     = "snug.connection.approve"   // ApproveParams → Connection
 	ProviderReapprove   = "snug.connection.reapprove" // ApproveParams → Connection
 	ProviderRevoke      = "snug.connection.revoke"    // RunnerSlotParams → Connection
+	// ProviderAuthorize starts an OAuth authorization-code sign-in of an
+	// approved connection: AuthorizeParams → AuthorizeResult (the
+	// provider's authorize URL, for the user's browser).
+	ProviderAuthorize = "snug.connection.authorize"
+	// ProviderComplete finishes it with the address the browser came back
+	// to: CompleteParams → Connection.
+	ProviderComplete = "snug.connection.complete"
 )
 
 // CallConfirm is the broker's question to the owner, shown in the runner
@@ -86,6 +93,10 @@ type Connection struct {
 	Credentials  map[string]bool `json:"credentials"`    // field → a value is stored
 	ApprovedAt   string          `json:"approvedAt,omitempty"`
 	RevokedAt    string          `json:"revokedAt,omitempty"`
+	// SignIn is an OAuth connection's state (pending, connected, expired
+	// or error) and SignInError the provider's last refusal, scrubbed.
+	SignIn      string `json:"signIn,omitempty"`
+	SignInError string `json:"signInError,omitempty"`
 }
 
 // Change is one field of a staged change: its path and its old and new
@@ -128,6 +139,29 @@ type SlotParams struct {
 type RunnerSlotParams struct {
 	Runner string `json:"runner"`
 	Slot   string `json:"slot"`
+}
+
+// AuthorizeParams start a sign-in: the slot, and the https address the
+// provider sends the browser back to (the extension's
+// chrome.identity redirect URL).
+type AuthorizeParams struct {
+	Runner      string `json:"runner"`
+	Slot        string `json:"slot"`
+	RedirectURI string `json:"redirectUri"`
+}
+
+// AuthorizeResult is the provider's authorize URL, with PKCE S256 and a
+// signed state.
+type AuthorizeResult struct {
+	URL string `json:"url"`
+}
+
+// CompleteParams finish a sign-in: the address the browser came back to,
+// with the code and the state.
+type CompleteParams struct {
+	Runner   string `json:"runner"`
+	Slot     string `json:"slot"`
+	Callback string `json:"callback"`
 }
 
 // ApproveParams are the connect flow's approval: the canonical requirement

@@ -38,6 +38,8 @@ func TestExtensionAgrees(t *testing.T) {
 		"APPROVE":           fmt.Sprintf("'%s'", apps.ProviderApprove),
 		"REAPPROVE":         fmt.Sprintf("'%s'", apps.ProviderReapprove),
 		"REVOKE":            fmt.Sprintf("'%s'", apps.ProviderRevoke),
+		"AUTHORIZE":         fmt.Sprintf("'%s'", apps.ProviderAuthorize),
+		"COMPLETE":          fmt.Sprintf("'%s'", apps.ProviderComplete),
 		"CONFIRM_NET":       fmt.Sprintf("'%s'", apps.ConfirmNet),
 		"CONFIRM_OPEN_URL":  fmt.Sprintf("'%s'", apps.ConfirmOpenURL),
 		"ADMISSION_REQUEST": fmt.Sprintf("'%s'", admission.ProviderMethod),

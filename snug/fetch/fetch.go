@@ -44,6 +44,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/dsh-browser/broker/snug/ssrf"
@@ -86,6 +87,7 @@ type Executor struct {
 	store  Store
 	opts   Options
 	client *http.Client
+	mu     sync.Mutex // makes the state key once, and takes a sign-in flow once
 }
 
 // New returns an executor over store.

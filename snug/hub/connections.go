@@ -8,6 +8,7 @@ import (
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/snug/conn"
+	"github.com/dsh-browser/broker/snug/fetch"
 	"github.com/dsh-browser/broker/snug/frame"
 	"github.com/dsh-browser/broker/snug/userdb"
 	"github.com/dsh-browser/broker/wire"
@@ -40,6 +41,12 @@ func (h *Hub) view(ctx context.Context, c userdb.Connection) apps.Connection {
 		}
 	}
 	v.Credentials, _ = h.db.CredentialFields(ctx, c.AppID, c.Slot)
+	if text, ok, err := h.db.Secret(ctx, conn.StateKey(c.AppID, c.Slot)); err == nil && ok {
+		var st fetch.State // dynamic state: no credential in it
+		if json.Unmarshal([]byte(text), &st) == nil {
+			v.SignIn, v.SignInError = st.Status, st.LastError
+		}
+	}
 	return v
 }
 
@@ -227,6 +234,65 @@ func (h *Hub) runnerRevoke(ctx context.Context, p service.Provider, params json.
 		return nil, err
 	}
 	return h.revoke(ctx, r.appID, rp.Slot)
+}
+
+// authorize starts the OAuth sign-in of an approved authorization-code
+// connection, on the user's click in the tab: the page opens the returned
+// URL in the user's browser (chrome.identity) and hands back where it
+// landed to complete.
+func (h *Hub) authorize(ctx context.Context, p service.Provider, params json.RawMessage) (any, error) {
+	var ap apps.AuthorizeParams
+	if err := decode(params, &ap); err != nil {
+		return nil, err
+	}
+	r, err := h.ownRunner(p, ap.Runner)
+	if err != nil {
+		return nil, err
+	}
+	u, ferr := h.net.StartAuthorization(ctx, r.appID, ap.Slot, ap.RedirectURI)
+	if ferr != nil {
+		return nil, fromFetch(ferr)
+	}
+	h.log.Info("app connection sign-in started", "app", r.appID, "slot", ap.Slot)
+	return apps.AuthorizeResult{URL: u}, nil
+}
+
+// complete finishes a sign-in with the address the browser came back to.
+func (h *Hub) complete(ctx context.Context, p service.Provider, params json.RawMessage) (any, error) {
+	var cp apps.CompleteParams
+	if err := decode(params, &cp); err != nil {
+		return nil, err
+	}
+	r, err := h.ownRunner(p, cp.Runner)
+	if err != nil {
+		return nil, err
+	}
+	if ferr := h.net.CompleteAuthorization(ctx, r.appID, cp.Slot, cp.Callback); ferr != nil {
+		// The code is logged; the words may quote the provider.
+		h.log.Info("app connection sign-in failed", "app", r.appID, "slot", cp.Slot, "code", ferr.Code)
+		return nil, fromFetch(ferr)
+	}
+	h.log.Info("app connection signed in", "app", r.appID, "slot", cp.Slot)
+	c, err := h.db.ConnectionRow(ctx, r.appID, cp.Slot)
+	if err != nil {
+		return nil, fromDB(err)
+	}
+	h.connectionChanged(r.appID, c)
+	return h.view(ctx, c), nil
+}
+
+// fromFetch maps a sign-in's refusal to the wire: a connection that does
+// not sign in so, or a bad redirect address, is INVALID_REQUEST; the rest
+// (not approved, a state not ours, the provider's refusal) POLICY_DENIED,
+// the provider's words kept in the slot's state for the connect flow.
+func fromFetch(ferr *fetch.Error) error {
+	switch ferr.Code {
+	case frame.CodeNetInvalidRequest:
+		return wire.Err(wire.CodeInvalidRequest)
+	case frame.CodeHostError:
+		return wire.Err(wire.CodeInternalError)
+	}
+	return wire.Err(wire.CodePolicyDenied)
 }
 
 // connectionChanged rings the doorbell of the app's open tabs: a

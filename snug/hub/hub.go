@@ -158,6 +158,8 @@ func (h *Hub) ProviderMethods() map[string]service.ProviderMethod {
 		apps.ProviderApprove:     h.approve(false),
 		apps.ProviderReapprove:   h.approve(true),
 		apps.ProviderRevoke:      h.runnerRevoke,
+		apps.ProviderAuthorize:   h.authorize,
+		apps.ProviderComplete:    h.complete,
 	}
 }
 

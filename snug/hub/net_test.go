@@ -1,10 +1,13 @@
 package hub_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -285,5 +288,87 @@ func TestConnectFlowRules(t *testing.T) {
 	if _, err := callErr(ne.c, apps.MethodConnectionDeclare, apps.DeclareParams{App: ne.app,
 		Requirement: strings.Replace(todoRequirement, `"slot":"todo"`, `"slot":"ninth"`, 1)}); !errors.Is(err, wire.Err(wire.CodeQueueFull)) {
 		t.Fatalf("the ninth slot: %v", err)
+	}
+}
+
+// An authorization-code connection signs in from the tab: the page gets
+// the provider's authorize URL (PKCE S256, a signed state), the browser
+// comes back with a code, and the hub exchanges it; the connection then
+// reads as signed in, and the app's requests carry the token. A forged
+// state signs nothing in.
+func TestOAuthSignInInTheTab(t *testing.T) {
+	ca, err := ssrftest.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var challenge atomic.Value
+	srv, err := ssrftest.Serve(ca, []string{"api.cal.example", "auth.cal.example"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "auth.cal.example" {
+			r.ParseForm()
+			sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+			if r.PostForm.Get("code") != "the-code" || base64.RawURLEncoding.EncodeToString(sum[:]) != challenge.Load() {
+				w.WriteHeader(400)
+				return
+			}
+			fmt.Fprint(w, `{"access_token":"cal-token-1","expires_in":3600}`)
+			return
+		}
+		fmt.Fprintf(w, `{"auth":%t}`, r.Header.Get("Authorization") == "Bearer cal-token-1")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	n := ssrftest.NewNet()
+	n.Answer("api.cal.example", "93.184.216.40")
+	n.Answer("auth.cal.example", "93.184.216.40")
+	n.Route("93.184.216.40:443", srv.Addr)
+	e := start(t, "", func(c *hub.Config) { c.Net.Resolver, c.Net.Dial, c.Net.RootCAs = n, n.Dial, ca.Pool })
+	c := e.client(client.Options{})
+	appID := install(t, c, notes, nil).App.ID
+	h := e.dialRunnerHost()
+	tb := h.attach("tab", appID)
+	inst := h.ready(tb)
+	ctx := t.Context()
+	d := call[apps.Connection](t, c, apps.MethodConnectionDeclare, apps.DeclareParams{App: appID, Requirement: `{"slot":"cal","provider":{"name":"Cal"},
+		"kind":"oauth2_auth_code","fields":[{"key":"client_id","label":"Client ID","type":"text"}],
+		"endpoints":{"authorizeUrl":"https://auth.cal.example/authorize","tokenUrl":"https://auth.cal.example/token"},"declaredApiHosts":["api.cal.example"]}`})
+	if _, err := h.conn.Call(ctx, apps.ProviderApprove, apps.ApproveParams{Runner: "tab", Slot: "cal", Reviewed: string(d.Requirement),
+		Credentials: map[string]string{"client_id": "cal-client"}}); err != nil {
+		t.Fatal(err)
+	}
+	const redirect = "https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/"
+	raw, err := h.conn.Call(ctx, apps.ProviderAuthorize, apps.AuthorizeParams{Runner: "tab", Slot: "cal", RedirectURI: redirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ar apps.AuthorizeResult
+	json.Unmarshal(raw, &ar)
+	u, _ := url.Parse(ar.URL)
+	challenge.Store(u.Query().Get("code_challenge"))
+	if u.Host != "auth.cal.example" || u.Query().Get("code_challenge_method") != "S256" {
+		t.Fatalf("authorize URL %s", ar.URL)
+	}
+	state := u.Query().Get("state")
+	if _, err := h.conn.Call(ctx, apps.ProviderComplete, apps.CompleteParams{Runner: "tab", Slot: "cal",
+		Callback: redirect + "?code=the-code&state=" + url.QueryEscape(state+"x")}); err == nil {
+		t.Fatal("a forged state signed in")
+	}
+	raw, err = h.conn.Call(ctx, apps.ProviderComplete, apps.CompleteParams{Runner: "tab", Slot: "cal",
+		Callback: redirect + "?code=the-code&state=" + url.QueryEscape(state)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v apps.Connection
+	json.Unmarshal(raw, &v)
+	if v.SignIn != "connected" || strings.Contains(string(raw), "cal-token-1") {
+		t.Fatalf("signed in: %s", raw)
+	}
+	h.sendJSON("tab", map[string]any{"v": 1, "type": "snug:net-request", "requestId": "c1", "instanceId": inst, "url": "https://api.cal.example/events", "method": "GET"})
+	if got := tb.frameOf(t, "snug:net-response", "c1"); got["body"] != `{"auth":true}` {
+		t.Fatalf("the app's request: %v", got)
+	}
+	if strings.Contains(e.log.String(), "cal-token-1") || strings.Contains(e.log.String(), "the-code") {
+		t.Fatal("a token or the code is in the log")
 	}
 }
