@@ -22,7 +22,7 @@ const key = "sk-live-4eC39HqLyjWDarjtT1zdp7dc"
 
 // connected is a world with the todo connection approved and its provider
 // up.
-func connected(t *testing.T, opts ...func(*fetch.Options)) (*world, *server) {
+func connected(t testing.TB, opts ...func(*fetch.Options)) (*world, *server) {
 	w := newWorld(t, opts...)
 	s := w.provider(nil, "api.todo.example")
 	w.connect(apiKey("todo", "api.todo.example"), userdb.Credentials{"api_key": key})

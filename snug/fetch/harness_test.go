@@ -63,7 +63,7 @@ func (s *server) requests() []seen {
 // world is one test's database, app, pretend Internet, providers and
 // executor.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	db    *counting
 	path  string
 	app   string
@@ -80,7 +80,7 @@ type world struct {
 // publicIP hands each provider name a public-looking address of its own.
 var publicIP atomic.Int64
 
-func newWorld(t *testing.T, opts ...func(*fetch.Options)) *world {
+func newWorld(t testing.TB, opts ...func(*fetch.Options)) *world {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), userdb.FileName)
 	db, err := userdb.Open(path, userdb.Options{})

@@ -38,7 +38,7 @@ type netEnv struct {
 	keys    chan string
 }
 
-func startNet(t *testing.T) *netEnv {
+func startNet(t testing.TB) *netEnv {
 	t.Helper()
 	ca, err := ssrftest.NewCA()
 	if err != nil {
@@ -70,7 +70,7 @@ func startNet(t *testing.T) *netEnv {
 
 // connect declares the todo requirement and approves it in the tab, as
 // the connect flow does.
-func (ne *netEnv) connect(t *testing.T) apps.Connection {
+func (ne *netEnv) connect(t testing.TB) apps.Connection {
 	t.Helper()
 	d := call[apps.Connection](t, ne.c, apps.MethodConnectionDeclare, apps.DeclareParams{App: ne.app, Requirement: todoRequirement})
 	if d.Status != "declared" || d.Credentials["api_key"] {
@@ -93,7 +93,7 @@ func (ne *netEnv) connect(t *testing.T) apps.Connection {
 	return a
 }
 
-func (ne *netEnv) net(t *testing.T, id, method, url, body string) map[string]any {
+func (ne *netEnv) net(t testing.TB, id, method, url, body string) map[string]any {
 	t.Helper()
 	f := map[string]any{"v": 1, "type": "snug:net-request", "requestId": id, "instanceId": ne.inst, "url": url, "method": method}
 	if body != "" {
