@@ -284,6 +284,9 @@ export function createDialogs({ $, port, appName }) {
     const req = reapprove ? c.pending : c.requirement;
     const hosts = reapprove ? c.pendingHosts : c.ceiling;
     const body = [el('p', `Proposed by ${PROVENANCE[c.provenance] ?? c.provenance}. Check every line: approving lets “${appName()}” use your credential with the hosts below, without ever seeing it.`)];
+    for (const r of c.priorRevocations ?? []) {
+      body.push(el('p', `You revoked a connection to ${r.provider} (${r.slot}) on ${r.revokedAt}. This is a new proposal for the same provider or hosts.`, 'note'));
+    }
     if (reapprove) {
       body.push(el('h3', 'What changed'));
       const table = el('table');
@@ -324,6 +327,10 @@ export function createDialogs({ $, port, appName }) {
     for (const line of injection(req)) body.push(el('pre', line));
     if (req.scopes?.length) body.push(el('h3', 'Scopes'), el('pre', req.scopes.join('\n')));
     if (req.endpoints) body.push(el('h3', 'Sign-in endpoints'), el('pre', Object.entries(req.endpoints).map(([k, v]) => `${k}: ${v}`).join('\n')));
+    if (req.authorizeParams) body.push(el('h3', 'Sign-in parameters'), el('pre', Object.entries(req.authorizeParams).map(([k, v]) => `${k}=${v}`).join('\n')));
+    if (req.kind?.startsWith('oauth2_')) body.push(el('p', req.pkce === false ? 'Sign-in without PKCE.' : 'Sign-in with PKCE (S256).'));
+    if (req.testRequest) body.push(el('h3', 'Test request'), el('pre', `${req.testRequest.method} ${req.testRequest.pathAndQuery}`));
+    if (req.lanHost) body.push(el('h3', 'Device on your network'), el('pre', `${req.lanHost.label} (${req.lanHost.class}): its address is collected later`));
     body.push(el('h3', `Hosts (${hosts.length})`), el('pre', hosts.join('\n') || '(none yet)'));
     body.push(el('p', 'Approving freezes this list of hosts: the app can use this credential with them and no other. ' +
       'Any change to this connection waits for your approval again, and requests that change data still ask each time.', 'note'));

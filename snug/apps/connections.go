@@ -97,6 +97,16 @@ type Connection struct {
 	// or error) and SignInError the provider's last refusal, scrubbed.
 	SignIn      string `json:"signIn,omitempty"`
 	SignInError string `json:"signInError,omitempty"`
+	// PriorRevocations are the app's revoked connections to the same
+	// provider or hosts under other slots, shown when reconnecting.
+	PriorRevocations []Revocation `json:"priorRevocations,omitempty"`
+}
+
+// Revocation is an earlier revocation: its slot, provider and when.
+type Revocation struct {
+	Slot      string `json:"slot"`
+	Provider  string `json:"provider"`
+	RevokedAt string `json:"revokedAt"`
 }
 
 // Change is one field of a staged change: its path and its old and new

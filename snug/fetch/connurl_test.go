@@ -47,12 +47,14 @@ func TestConnectionURL(t *testing.T) {
 	w2.connect(apiKey("also", "shared.example"), userdb.Credentials{"api_key": key})
 	w2.declare(apiKey("later", "later.example"))
 	w2.connect(apiKey("lan", "10.0.0.7"), userdb.Credentials{"api_key": key})
+	w2.plant("imp", apiKey("imp", "imp.example"), []string{"imp.example"}, true)
 	w2.db.reads.Store(0)
 	for _, c := range []struct{ url, code string }{
 		{"snug-connection://two/x", frame.CodeNetAmbiguousConnection},
 		{"snug-connection://one/x", frame.CodeNetAmbiguousConnection},
 		{"snug-connection://nope/x", frame.CodeNetInvalidRequest},
 		{"snug-connection://later/x", frame.CodeNetNotApproved},
+		{"snug-connection://imp/x", frame.CodeNetImportedUnapproved},
 		{"snug-connection://lan/x", frame.CodeNetSSRFBlocked},
 		{"snug-connection://lan", frame.CodeNetInvalidRequest},
 	} {

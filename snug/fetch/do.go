@@ -106,7 +106,9 @@ func (e *Executor) admit(ctx context.Context, appID string, r Request) (*target,
 		switch {
 		case i < 0:
 			return nil, fail(frame.CodeNetInvalidRequest, "this app declares no connection %q", cu.Slot)
-		case rows[i].Status != conn.StatusApproved || rows[i].Imported:
+		case rows[i].Imported:
+			return nil, fail(frame.CodeNetImportedUnapproved, "the %q connection arrived by import: approve it again before the app can use it", cu.Slot)
+		case rows[i].Status != conn.StatusApproved:
 			return nil, fail(frame.CodeNetNotApproved, "the %q connection is not approved: connect it first", cu.Slot)
 		case len(rows[i].AllowedHosts()) != 1:
 			return nil, fail(frame.CodeNetAmbiguousConnection, "the %q connection does not resolve to exactly one host", cu.Slot)

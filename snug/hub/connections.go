@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/snug/apps"
@@ -40,6 +42,11 @@ func (h *Hub) view(ctx context.Context, c userdb.Connection) apps.Connection {
 			}
 		}
 	}
+	if c.Status != conn.StatusRevoked && req != nil {
+		if rows, err := h.db.Connections(ctx, c.AppID); err == nil {
+			v.PriorRevocations = priorRevocations(req, c.Slot, rows)
+		}
+	}
 	v.Credentials, _ = h.db.CredentialFields(ctx, c.AppID, c.Slot)
 	if text, ok, err := h.db.Secret(ctx, conn.StateKey(c.AppID, c.Slot)); err == nil && ok {
 		var st fetch.State // dynamic state: no credential in it
@@ -48,6 +55,31 @@ func (h *Hub) view(ctx context.Context, c userdb.Connection) apps.Connection {
 		}
 	}
 	return v
+}
+
+// priorRevocations are the app's revoked connections to the same provider
+// (by name, case aside) or to any of the same hosts, under another slot:
+// the user revoked them before, and reconnecting shows it, whatever slot
+// the new proposal chose.
+func priorRevocations(req *conn.Requirement, slot string, rows []userdb.Connection) []apps.Revocation {
+	var out []apps.Revocation
+	for _, r := range rows {
+		if r.Status != conn.StatusRevoked || r.Slot == slot {
+			continue
+		}
+		old, err := r.Requirement()
+		if err != nil {
+			continue
+		}
+		same := strings.EqualFold(old.Provider.Name, req.Provider.Name)
+		for _, h := range append(old.Ceiling(), r.AllowedHosts()...) {
+			same = same || slices.Contains(req.Ceiling(), h)
+		}
+		if same {
+			out = append(out, apps.Revocation{Slot: r.Slot, Provider: old.Provider.Name, RevokedAt: r.RevokedAt})
+		}
+	}
+	return out
 }
 
 func (h *Hub) views(ctx context.Context, appID string) ([]apps.Connection, error) {

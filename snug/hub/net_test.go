@@ -165,6 +165,17 @@ func TestNetThroughTheHub(t *testing.T) {
 	if len(list) != 1 || list[0].Status != "revoked" || list[0].Credentials["api_key"] {
 		t.Fatalf("after revoking: %+v", list)
 	}
+	// Reconnecting under another slot shows the earlier revocation (keyed
+	// by provider and host, not slot); an unrelated provider does not.
+	again := call[apps.Connection](t, ne.c, apps.MethodConnectionDeclare, apps.DeclareParams{App: ne.app,
+		Requirement: strings.Replace(todoRequirement, `"slot":"todo"`, `"slot":"todo-again"`, 1)})
+	if len(again.PriorRevocations) != 1 || again.PriorRevocations[0].Slot != "todo" || again.PriorRevocations[0].RevokedAt == "" {
+		t.Fatalf("reconnecting: %+v", again.PriorRevocations)
+	}
+	unrelated := strings.NewReplacer(`"slot":"todo"`, `"slot":"mail"`, "Todo Cloud", "Mail", "api.todo.example", "api.mail.example").Replace(todoRequirement)
+	if m := call[apps.Connection](t, ne.c, apps.MethodConnectionDeclare, apps.DeclareParams{App: ne.app, Requirement: unrelated}); len(m.PriorRevocations) != 0 {
+		t.Fatalf("unrelated: %+v", m.PriorRevocations)
+	}
 	if strings.Contains(ne.log.String(), todoKey) {
 		t.Fatal("the key is in the broker's log")
 	}
