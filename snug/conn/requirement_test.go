@@ -428,3 +428,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseConnectionURL: a snug-connection address either is not one,
+// is malformed, or gives a valid slot and a path on that slot's host.
+func FuzzParseConnectionURL(f *testing.F) {
+	for _, s := range []string{"snug-connection://files/v1.0/me/drive", "SNUG-CONNECTION://a/", "snug-connection://HUE/x",
+		"snug-connection://a//evil.example/", "snug-connection://a/x#f", "snug-connection://a", "https://a.example/", "snug-connection:a/b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, ok, malformed := conn.ParseConnectionURL(s)
+		if ok && malformed {
+			t.Fatal("both ok and malformed")
+		}
+		if !ok {
+			return
+		}
+		if !conn.ValidSlot(u.Slot) || !strings.HasPrefix(u.PathAndQuery, "/") || strings.HasPrefix(u.PathAndQuery, "//") ||
+			strings.ContainsAny(u.PathAndQuery, `\#`) || !strings.HasSuffix(s, u.Slot+u.PathAndQuery) {
+			t.Fatalf("%q gave %+v", s, u)
+		}
+	})
+}

@@ -168,3 +168,31 @@ func TestCDPJWT(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTemplate: any template value either fails the lint or renders; a
+// rendered value never holds a field's value unless the template names
+// that field (a quoted literal is never resolved).
+func FuzzTemplate(f *testing.F) {
+	for _, s := range []string{"{{api_key}}", "Bearer {{api_key}}", "{{hmac_sha256(api_secret, request.body)}}", "{{timestamp()}}",
+		"{{base64('api_key')}}", "{{hmac_sha256_b64(api_secret, request.method, request.pathAndQuery, request.timestamp)}}",
+		"{{ api_key }}", "{{", "}}", "{{{{api_key}}}}", "{{base64(hmac_sha256(api_secret, x))}}", "a{{api_key}}b{{passphrase}}c"} {
+		f.Add(s)
+	}
+	fields := map[string]string{"api_key": "VALUE-OF-KEY", "api_secret": base64.StdEncoding.EncodeToString([]byte("s3cret")), "passphrase": "VALUE-OF-PASS"}
+	f.Fuzz(func(t *testing.T, tmpl string) {
+		tm := &conn.Templates{Header: map[string]string{"X-A": tmpl}}
+		h, _, err := conn.Render(tm, conn.RenderInput{Fields: fields, Declared: signingKeys, Method: "GET",
+			URL: "https://api.example/x?y=1", Now: func() time.Time { return time.Unix(1_800_000_000, 0) }})
+		if err != nil {
+			if !errors.Is(err, conn.ErrTemplate) {
+				t.Fatalf("error %v does not match ErrTemplate", err)
+			}
+			return
+		}
+		for _, k := range []string{"api_key", "passphrase"} {
+			if strings.Contains(h["X-A"], fields[k]) && !strings.Contains(tmpl, k) && !strings.Contains(tmpl, fields[k]) {
+				t.Fatalf("%q rendered %q: the value of %s without naming it", tmpl, h["X-A"], k)
+			}
+		}
+	})
+}
