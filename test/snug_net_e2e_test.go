@@ -2,11 +2,14 @@ package test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,6 +79,29 @@ func (s *taskService) requests() []string {
 	return append([]string(nil), s.seen...)
 }
 
+// calService is an OAuth provider of the authorization-code kind: its
+// token endpoint takes a code "the-code.<S256 challenge>" with the
+// verifier of that challenge, and its API wants the token it issued.
+type calService struct {
+	tokens atomic.Int64
+}
+
+func (c *calService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Host == "auth.tasks.example" {
+		r.ParseForm()
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		if r.URL.Path != "/token" || r.PostForm.Get("code") != "the-code."+base64.RawURLEncoding.EncodeToString(sum[:]) ||
+			r.PostForm.Get("client_id") != "cal-client-id" {
+			w.WriteHeader(400)
+			return
+		}
+		c.tokens.Add(1)
+		fmt.Fprint(w, `{"access_token":"cal-access-token-1","expires_in":3600}`)
+		return
+	}
+	fmt.Fprintf(w, `{"signedIn":%t}`, r.Header.Get("Authorization") == "Bearer cal-access-token-1")
+}
+
 // tcpSink counts the TCP connections made to it.
 type tcpSink struct {
 	addr  string
@@ -109,10 +135,11 @@ const sinkPort = "8443"
 // netStack starts the whole product, its broker run in the test's process
 // so that the apps' network is a pretend Internet reached through an
 // injected resolver and dialer (every gate is the shipped one):
-// api.tasks.example (the task service), files.tasks.example (answering
+// api.tasks.example (the task service), cal.tasks.example and
+// auth.tasks.example (an OAuth provider), files.tasks.example (answering
 // 127.0.0.1), down.tasks.example (no route), and the loopback, private and
 // metadata addresses on sinkPort, routed to a tcpSink.
-func netStack(t *testing.T, svc http.Handler, trap *tcpSink) *stack.Stack {
+func netStack(t *testing.T, svc, oauth http.Handler, trap *tcpSink) *stack.Stack {
 	t.Helper()
 	ca, err := ssrftest.NewCA()
 	if err != nil {
@@ -123,13 +150,20 @@ func netStack(t *testing.T, svc http.Handler, trap *tcpSink) *stack.Stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	cal, err := ssrftest.Serve(ca, []string{"cal.tasks.example", "auth.tasks.example"}, oauth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cal.Close() })
 	n := ssrftest.NewNet()
 	n.Route("93.184.216.34:443", srv.Addr)
+	n.Route("93.184.216.35:443", cal.Addr)
 	for _, a := range []string{"127.0.0.1", "0.0.0.0", "10.0.0.1", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "[::1]",
 		"[::ffff:127.0.0.1]", "[fe80::1]", "[fc00::1]", "[64:ff9b::7f00:1]"} {
 		n.Route(a+":"+sinkPort, trap.addr)
 	}
-	for name, addr := range map[string]string{"api.tasks.example": "93.184.216.34", "files.tasks.example": "127.0.0.1",
+	for name, addr := range map[string]string{"api.tasks.example": "93.184.216.34", "cal.tasks.example": "93.184.216.35",
+		"auth.tasks.example": "93.184.216.35", "files.tasks.example": "127.0.0.1",
 		"down.tasks.example": "93.184.216.99", "localhost": "127.0.0.1", "rebind.tasks.example": "127.0.0.1"} {
 		n.Answer(name, addr)
 	}
@@ -139,6 +173,21 @@ func netStack(t *testing.T, svc http.Handler, trap *tcpSink) *stack.Stack {
 			hub.Register(hub.Config{StateDir: stateDir, Net: fetch.Options{Resolver: n, Dial: n.Dial, RootCAs: ca.Pool}}),
 		}
 	})
+}
+
+// waitHost is waitEval in the runner page, saying on failure what its
+// dialog shows.
+func waitHost(t *testing.T, s *stack.Stack, a *stack.AppTab, expr, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !chromium.Eval[bool](t, s.Browser, a.Runner, expr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s never held; the dialog (hidden %v) shows:\n%s", what, expr,
+				chromium.Eval[bool](t, s.Browser, a.Runner, `document.getElementById('dialog').hidden`),
+				chromium.Eval[string](t, s.Browser, a.Runner, `document.getElementById('dialog-box').innerText`))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // typeInto types text into an input of the runner page, key by key, as the
@@ -214,7 +263,8 @@ func codeOf(f map[string]any) string {
 func TestSnugConnectedApp(t *testing.T) {
 	svc := &taskService{tasks: []string{"water the plants"}}
 	trap := newTCPSink(t)
-	s := netStack(t, svc, trap)
+	cal := &calService{}
+	s := netStack(t, svc, cal, trap)
 	out, errOut, code := app(t, s.B, "", "install", "--sample", "tasks")
 	m := regexp.MustCompile(`as ([0-9a-f-]{36})`).FindStringSubmatch(out)
 	if code != 0 || m == nil || !strings.Contains(out, "proposes a connection to Tasks API (api.tasks.example)") {
@@ -229,9 +279,9 @@ func TestSnugConnectedApp(t *testing.T) {
 
 	// The connect flow, in the tab's host chrome.
 	s.Browser.Click(t, a.Runner, "#connections-button")
-	waitEval(t, s, a.Runner, `!!document.getElementById('connect-tasks')`, "the connections list")
+	waitHost(t, s, a, `!!document.getElementById('connect-tasks')`, "the connections list")
 	s.Browser.Click(t, a.Runner, "#connect-tasks")
-	waitEval(t, s, a.Runner, `!!document.getElementById('field-api_key')`, "the review")
+	waitHost(t, s, a, `!!document.getElementById('field-api_key')`, "the review")
 	review := chromium.Eval[string](t, s.Browser, a.Runner, `document.getElementById('dialog-box').innerText`)
 	for _, want := range []string{"Proposed by you", "Tasks API", "https://app.tasks.example/settings/api", "Open Settings, then API.",
 		"header X-Api-Key: {{api_key}}", "Hosts (1)", "api.tasks.example", "Approving freezes this list of hosts", "From your account's API page."} {
@@ -256,7 +306,7 @@ func TestSnugConnectedApp(t *testing.T) {
 
 	// A POST: the host's own dialog, clicked through.
 	chromium.Eval[any](t, s.Browser, a.Frame, `void tasks.add('buy milk')`)
-	waitEval(t, s, a.Runner, `!!document.getElementById('confirm-allow')`, "the confirm dialog")
+	waitHost(t, s, a, `!!document.getElementById('confirm-allow')`, "the confirm dialog")
 	ask := chromium.Eval[string](t, s.Browser, a.Runner, `document.getElementById('dialog-box').innerText`)
 	for _, want := range []string{"Allow this POST request?", "api.tasks.example", "https://api.tasks.example/v1/tasks", `{"title":"buy milk"}`, "Connection", "tasks"} {
 		if !strings.Contains(ask, want) {
@@ -348,12 +398,12 @@ func TestSnugConnectedApp(t *testing.T) {
 		"fields":[{"key":"token","label":"Token","type":"secret"}],"declaredApiHosts":["files.tasks.example","down.tasks.example"]}`), 0o600)
 	mustApp(t, s.B, "connections", id, "--declare", files)
 	s.Browser.Click(t, a.Runner, "#connections-button")
-	waitEval(t, s, a.Runner, `!!document.getElementById('connect-files')`, "the files connection")
+	waitHost(t, s, a, `!!document.getElementById('connect-files')`, "the files connection")
 	s.Browser.Click(t, a.Runner, "#connect-files")
-	waitEval(t, s, a.Runner, `!!document.getElementById('field-token')`, "the files review")
+	waitHost(t, s, a, `!!document.getElementById('field-token')`, "the files review")
 	typeInto(t, s, a.Runner, "#field-token", "files-token-1234")
 	clickArmed(t, s, a.Runner, "approve")
-	waitEval(t, s, a.Runner, `!!document.getElementById('revoke-files')`, "files connected")
+	waitHost(t, s, a, `!!document.getElementById('revoke-files')`, "files connected")
 	if f := netFrom(t, s, a, "GET", "https://files.tasks.example/x", "", nil); codeOf(f) != "NET_SSRF_BLOCKED" {
 		t.Errorf("a ceiling name answering 127.0.0.1: %v", f)
 	}
@@ -361,7 +411,43 @@ func TestSnugConnectedApp(t *testing.T) {
 		t.Errorf("no route: %v", f)
 	}
 
-	// A credential removed: NET_AUTH_FAILED, nothing sent.
+	// An OAuth connection signs in from the tab after its approval. The
+	// provider's window is the one part played here: chrome.identity's
+	// launchWebAuthFlow is replaced in the runner page by the provider's
+	// answer (the browser cannot reach a provider); the authorize URL
+	// and the redirect address are the page's own.
+	calReq := filepath.Join(t.TempDir(), "cal.json")
+	os.WriteFile(calReq, []byte(`{"slot":"cal","provider":{"name":"Cal"},"kind":"oauth2_auth_code",
+		"fields":[{"key":"client_id","label":"Client ID","type":"text"}],
+		"endpoints":{"authorizeUrl":"https://auth.tasks.example/authorize","tokenUrl":"https://auth.tasks.example/token"},
+		"scopes":["events.read"],"declaredApiHosts":["cal.tasks.example"]}`), 0o600)
+	mustApp(t, s.B, "connections", id, "--declare", calReq)
+	// The provider keeps the PKCE challenge in the code it issues, as a
+	// stateless provider would.
+	chromium.Eval[any](t, s.Browser, a.Runner, `void (chrome.identity.launchWebAuthFlow = async ({ url, interactive }) => {
+		window.authorizeURL = url;
+		const u = new URL(url), p = u.searchParams;
+		if (!interactive) throw new Error('not interactive');
+		return p.get('redirect_uri') + '?code=the-code.' + p.get('code_challenge') + '&state=' + encodeURIComponent(p.get('state'));
+	})`)
+	s.Browser.Click(t, a.Runner, "#connections-button")
+	waitHost(t, s, a, `!!document.getElementById('connect-cal')`, "the cal connection")
+	s.Browser.Click(t, a.Runner, "#connect-cal")
+	waitHost(t, s, a, `!!document.getElementById('field-client_id')`, "the cal review")
+	typeInto(t, s, a.Runner, "#field-client_id", "cal-client-id")
+	clickArmed(t, s, a.Runner, "approve")
+	waitHost(t, s, a, `document.getElementById('dialog-box').innerText.includes('Cal: signed in.')`, "signed in")
+	authorize, _ := url.Parse(chromium.Eval[string](t, s.Browser, a.Runner, `window.authorizeURL`))
+	redirect := chromium.Eval[string](t, s.Browser, a.Runner, `chrome.identity.getRedirectURL()`)
+	if q := authorize.Query(); authorize.Host != "auth.tasks.example" || authorize.Path != "/authorize" || q.Get("code_challenge_method") != "S256" ||
+		q.Get("client_id") != "cal-client-id" || q.Get("scope") != "events.read" || q.Get("redirect_uri") != redirect || cal.tokens.Load() != 1 {
+		t.Fatalf("authorize URL %s (redirect %s), %d tokens", authorize, redirect, cal.tokens.Load())
+	}
+	if f := netFrom(t, s, a, "GET", "https://cal.tasks.example/events", "", nil); f["body"] != `{"signedIn":true}` {
+		t.Fatalf("the app's request after signing in: %v", f)
+	}
+
+		// A credential removed: NET_AUTH_FAILED, nothing sent.
 	if out, errOut, code := app(t, s.B, "\n", "connections", id, "--credential", "files.token"); code != 0 {
 		t.Fatalf("remove the token (exit %d): %s%s", code, out, errOut)
 	}
@@ -378,14 +464,14 @@ func TestSnugConnectedApp(t *testing.T) {
 	clickArmed(t, s, a.Runner, "open-cancel")
 	waitEval(t, s, a.Frame, `!!(tasks.state.opened && tasks.state.opened.status === 'declined')`, "declined")
 	chromium.Eval[any](t, s.Browser, a.Frame, `void tasks.open('https://docs.tasks.example/help?topic=keys')`)
-	waitEval(t, s, a.Runner, `document.getElementById('dialog-box').innerText.includes('https://docs.tasks.example/help?topic=keys')`, "the full URL")
+	waitHost(t, s, a, `document.getElementById('dialog-box').innerText.includes('https://docs.tasks.example/help?topic=keys')`, "the full URL")
 	clickArmed(t, s, a.Runner, "open-confirm")
 	waitEval(t, s, a.Frame, `!!(tasks.state.opened && tasks.state.opened.status === 'opened')`, "opened")
 	s.Browser.WaitTarget(t, func(i *target.Info) bool {
 		return i.Type == "page" && strings.HasPrefix(i.URL, "https://docs.tasks.example/help")
 	}, 20*time.Second)
 
-	if strings.Contains(s.B.Stderr.String(), tasksKey) || strings.Contains(s.B.Stderr.String(), "files-token-1234") {
+	if log := s.B.Stderr.String(); strings.Contains(log, tasksKey) || strings.Contains(log, "files-token-1234") || strings.Contains(log, "cal-access-token-1") {
 		t.Fatal("a credential is in the broker's log")
 	}
 }

@@ -198,8 +198,10 @@ export function createDialogs({ $, port, appName }) {
     try {
       list = await call('snug.connections', {});
     } catch (e) {
-      return show('Connections', [el('p', `The broker could not list them (${e.message}).`, 'error')], [closeButton()]);
+      list = e;
     }
+    if (showing) return; // a question came meanwhile: it stays on screen
+    if (list instanceof Error) return show('Connections', [el('p', `The broker could not list them (${list.message}).`, 'error')], [closeButton()]);
     const body = [];
     if (note) body.push(el('p', note, 'note'));
     if (list.length === 0) body.push(el('p', 'This app has no connections. A connection is proposed by you or by an agent (never by the app itself), and you approve it here.'));
