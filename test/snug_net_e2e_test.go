@@ -182,7 +182,8 @@ func waitHost(t *testing.T, s *stack.Stack, a *stack.AppTab, expr, what string) 
 	deadline := time.Now().Add(30 * time.Second)
 	for !chromium.Eval[bool](t, s.Browser, a.Runner, expr) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s never held; the dialog (hidden %v) shows:\n%s", what, expr,
+			t.Fatalf("%s: %s never held; clicks %s; the dialog (hidden %v) shows:\n%s", what, expr,
+				chromium.Eval[string](t, s.Browser, a.Runner, `JSON.stringify(window.clicks ?? null)`),
 				chromium.Eval[bool](t, s.Browser, a.Runner, `document.getElementById('dialog').hidden`),
 				chromium.Eval[string](t, s.Browser, a.Runner, `document.getElementById('dialog-box').innerText`))
 		}
@@ -277,7 +278,10 @@ func TestSnugConnectedApp(t *testing.T) {
 		t.Fatalf("before connecting: %+v, provider saw %v", st, svc.requests())
 	}
 
-	// The connect flow, in the tab's host chrome.
+	// The connect flow, in the tab's host chrome. (The clicks the page
+	// sees are kept, for a failure to show.)
+	chromium.Eval[any](t, s.Browser, a.Runner, `void (window.clicks = [], document.addEventListener('click',
+		(e) => clicks.push([e.target.id || e.target.tagName, e.isTrusted, Math.round(performance.now())]), true))`)
 	s.Browser.Click(t, a.Runner, "#connections-button")
 	waitHost(t, s, a, `!!document.getElementById('connect-tasks')`, "the connections list")
 	s.Browser.Click(t, a.Runner, "#connect-tasks")
