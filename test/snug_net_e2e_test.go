@@ -202,12 +202,41 @@ func typeInto(t *testing.T, s *stack.Stack, id target.ID, selector, text string)
 	}
 }
 
-// clickArmed waits for a host button to arm, then clicks it with real
-// mouse events.
-func clickArmed(t *testing.T, s *stack.Stack, id target.ID, btn string) {
+// clickArmed waits for a host button to arm, then clicks it.
+func clickArmed(t *testing.T, s *stack.Stack, a *stack.AppTab, btn string) {
 	t.Helper()
-	waitEval(t, s, id, `(() => { const b = document.getElementById('`+btn+`'); return !!b && !b.disabled && !document.getElementById('dialog').hidden })()`, "button "+btn)
-	s.Browser.Click(t, id, "#"+btn)
+	waitHost(t, s, a, `(() => { const b = document.getElementById('`+btn+`'); return !!b && !b.disabled && !document.getElementById('dialog').hidden })()`, "button "+btn)
+	clickHost(t, s, a, btn)
+}
+
+// clickHost clicks the runner page's element id with real mouse events at
+// its centre, as the user does, and waits until the page saw that click (a
+// trusted click on it, window.clicks). A click the page never saw is made
+// again, at most twice more: under load, a click dispatched as the dialog
+// is redrawn can land before the layout settles. What the click then does
+// is the test's to check.
+func clickHost(t *testing.T, s *stack.Stack, a *stack.AppTab, id string) {
+	t.Helper()
+	ctx := s.Browser.TargetCtx(t, a.Runner)
+	for try := range 3 {
+		seen := chromium.Eval[int](t, s.Browser, a.Runner, `clicks.length`)
+		pt := chromium.Eval[[]float64](t, s.Browser, a.Runner, `(() => { const e = document.getElementById('`+id+`');
+			e.scrollIntoView({ block: 'center' }); const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`)
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := chromedp.Do(cctx, chromedp.MouseClickXY(pt[0], pt[1]))
+		cancel()
+		if err != nil {
+			t.Fatalf("click #%s: %v", id, err)
+		}
+		for range 60 {
+			if chromium.Eval[bool](t, s.Browser, a.Runner, `clicks.slice(`+fmt.Sprint(seen)+`).some(([id, trusted]) => id === '`+id+`' && trusted)`) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("try %d: the page saw no click on #%s (clicks %s)", try+1, id, chromium.Eval[string](t, s.Browser, a.Runner, `JSON.stringify(clicks)`))
+	}
+	t.Fatalf("the page never saw a click on #%s", id)
 }
 
 type tasksState struct {
@@ -282,9 +311,9 @@ func TestSnugConnectedApp(t *testing.T) {
 	// sees are kept, for a failure to show.)
 	chromium.Eval[any](t, s.Browser, a.Runner, `void (window.clicks = [], document.addEventListener('click',
 		(e) => clicks.push([e.target.id || e.target.tagName, e.isTrusted, Math.round(performance.now())]), true))`)
-	s.Browser.Click(t, a.Runner, "#connections-button")
+	clickHost(t, s, a, "connections-button")
 	waitHost(t, s, a, `!!document.getElementById('connect-tasks')`, "the connections list")
-	s.Browser.Click(t, a.Runner, "#connect-tasks")
+	clickHost(t, s, a, "connect-tasks")
 	waitHost(t, s, a, `!!document.getElementById('field-api_key')`, "the review")
 	review := chromium.Eval[string](t, s.Browser, a.Runner, `document.getElementById('dialog-box').innerText`)
 	for _, want := range []string{"Proposed by you", "Tasks API", "https://app.tasks.example/settings/api", "Open Settings, then API.",
@@ -297,7 +326,7 @@ func TestSnugConnectedApp(t *testing.T) {
 		t.Errorf("the key field is %s", typ)
 	}
 	typeInto(t, s, a.Runner, "#field-api_key", tasksKey)
-	clickArmed(t, s, a.Runner, "approve")
+	clickArmed(t, s, a, "approve")
 	// The approval rings the app's doorbell; it reads again, with the key
 	// the host injects.
 	waitEval(t, s, a.Frame, `tasks.state.tasks.length === 1 && tasks.state.error === null`, "the tasks after connecting")
@@ -320,11 +349,11 @@ func TestSnugConnectedApp(t *testing.T) {
 	if n := len(svc.requests()); n != 1 {
 		t.Fatalf("%d requests before the user answered", n)
 	}
-	clickArmed(t, s, a.Runner, "confirm-allow")
+	clickArmed(t, s, a, "confirm-allow")
 	waitEval(t, s, a.Frame, `tasks.state.tasks.length === 2`, "the task added")
 	// Denied: nothing sent.
 	chromium.Eval[any](t, s.Browser, a.Frame, `void tasks.add('eggs')`)
-	clickArmed(t, s, a.Runner, "confirm-deny")
+	clickArmed(t, s, a, "confirm-deny")
 	waitEval(t, s, a.Frame, `!!(tasks.state.error && tasks.state.error.code === 'NET_CONFIRM_DENIED')`, "the denial")
 	for _, r := range svc.requests() {
 		if strings.Contains(r, "eggs") {
@@ -401,12 +430,12 @@ func TestSnugConnectedApp(t *testing.T) {
 	os.WriteFile(files, []byte(`{"slot":"files","provider":{"name":"Files"},"kind":"bearer_token",
 		"fields":[{"key":"token","label":"Token","type":"secret"}],"declaredApiHosts":["files.tasks.example","down.tasks.example"]}`), 0o600)
 	mustApp(t, s.B, "connections", id, "--declare", files)
-	s.Browser.Click(t, a.Runner, "#connections-button")
+	clickHost(t, s, a, "connections-button")
 	waitHost(t, s, a, `!!document.getElementById('connect-files')`, "the files connection")
-	s.Browser.Click(t, a.Runner, "#connect-files")
+	clickHost(t, s, a, "connect-files")
 	waitHost(t, s, a, `!!document.getElementById('field-token')`, "the files review")
 	typeInto(t, s, a.Runner, "#field-token", "files-token-1234")
-	clickArmed(t, s, a.Runner, "approve")
+	clickArmed(t, s, a, "approve")
 	waitHost(t, s, a, `!!document.getElementById('revoke-files')`, "files connected")
 	if f := netFrom(t, s, a, "GET", "https://files.tasks.example/x", "", nil); codeOf(f) != "NET_SSRF_BLOCKED" {
 		t.Errorf("a ceiling name answering 127.0.0.1: %v", f)
@@ -434,12 +463,12 @@ func TestSnugConnectedApp(t *testing.T) {
 		if (!interactive) throw new Error('not interactive');
 		return p.get('redirect_uri') + '?code=the-code.' + p.get('code_challenge') + '&state=' + encodeURIComponent(p.get('state'));
 	})`)
-	s.Browser.Click(t, a.Runner, "#connections-button")
+	clickHost(t, s, a, "connections-button")
 	waitHost(t, s, a, `!!document.getElementById('connect-cal')`, "the cal connection")
-	s.Browser.Click(t, a.Runner, "#connect-cal")
+	clickHost(t, s, a, "connect-cal")
 	waitHost(t, s, a, `!!document.getElementById('field-client_id')`, "the cal review")
 	typeInto(t, s, a.Runner, "#field-client_id", "cal-client-id")
-	clickArmed(t, s, a.Runner, "approve")
+	clickArmed(t, s, a, "approve")
 	waitHost(t, s, a, `document.getElementById('dialog-box').innerText.includes('Cal: signed in.')`, "signed in")
 	authorize, _ := url.Parse(chromium.Eval[string](t, s.Browser, a.Runner, `window.authorizeURL`))
 	redirect := chromium.Eval[string](t, s.Browser, a.Runner, `chrome.identity.getRedirectURL()`)
@@ -460,16 +489,16 @@ func TestSnugConnectedApp(t *testing.T) {
 	}
 
 	// Revoked in the tab: refused, and the app is told.
-	clickArmed(t, s, a.Runner, "revoke-tasks")
+	clickArmed(t, s, a, "revoke-tasks")
 	waitEval(t, s, a.Frame, `!!(tasks.state.error && tasks.state.error.code === 'NET_NOT_APPROVED')`, "refused after the revocation")
 
 	// open-url: the full URL in the host's dialog; opened on the click.
 	chromium.Eval[any](t, s.Browser, a.Frame, `void tasks.open('https://docs.tasks.example/help?topic=keys')`)
-	clickArmed(t, s, a.Runner, "open-cancel")
+	clickArmed(t, s, a, "open-cancel")
 	waitEval(t, s, a.Frame, `!!(tasks.state.opened && tasks.state.opened.status === 'declined')`, "declined")
 	chromium.Eval[any](t, s.Browser, a.Frame, `void tasks.open('https://docs.tasks.example/help?topic=keys')`)
 	waitHost(t, s, a, `document.getElementById('dialog-box').innerText.includes('https://docs.tasks.example/help?topic=keys')`, "the full URL")
-	clickArmed(t, s, a.Runner, "open-confirm")
+	clickArmed(t, s, a, "open-confirm")
 	waitEval(t, s, a.Frame, `!!(tasks.state.opened && tasks.state.opened.status === 'opened')`, "opened")
 	s.Browser.WaitTarget(t, func(i *target.Info) bool {
 		return i.Type == "page" && strings.HasPrefix(i.URL, "https://docs.tasks.example/help")
