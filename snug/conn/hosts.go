@@ -65,3 +65,19 @@ func InCeiling(host string, ceiling []string) bool {
 	}
 	return false
 }
+
+// CheckImported is the strict check of a connection row arriving in an
+// imported file (§12.4): its requirement must parse and name the row's
+// slot; the result is the ceiling an approval of it would freeze, in its
+// stored form (HostsJSON), because the file's own allowed_hosts column is
+// never trusted. It has the shape of snug/userdb's RequirementCheck.
+func CheckImported(slot, requirement string) (allowedHosts string, err error) {
+	r, err := ParseString(requirement)
+	if err != nil {
+		return "", err
+	}
+	if r.Slot != slot {
+		return "", &Error{Field: "slot", Reason: "names " + r.Slot + ", not the row's " + slot}
+	}
+	return HostsJSON(r.Ceiling()), nil
+}

@@ -450,3 +450,22 @@ func FuzzParseConnectionURL(f *testing.F) {
 		}
 	})
 }
+
+// An imported row's requirement is checked strictly, against its slot, and
+// its ceiling recomputed in the stored form.
+func TestCheckImported(t *testing.T) {
+	text := `{"slot":"cal","provider":{"name":"Cal"},"kind":"api_key","fields":[{"key":"api_key","label":"Key","type":"secret"}],
+		"declaredApiHosts":["b.example","A.example","a.example"]}`
+	if hosts, err := conn.CheckImported("cal", text); err != nil || hosts != `["a.example","b.example"]` {
+		t.Fatalf("%s %v", hosts, err)
+	}
+	for _, c := range []struct{ slot, text string }{
+		{"other", text},
+		{"cal", strings.Replace(text, `"kind"`, `"extra":1,"kind"`, 1)},
+		{"cal", `{}`},
+	} {
+		if _, err := conn.CheckImported(c.slot, c.text); !errors.Is(err, conn.ErrInvalid) {
+			t.Errorf("%s %s: %v", c.slot, c.text, err)
+		}
+	}
+}
