@@ -168,9 +168,16 @@ func netStack(t *testing.T, svc, oauth http.Handler, trap *tcpSink) *stack.Stack
 		n.Answer(name, addr)
 	}
 	return stack.StartInProcess(t, func(stateDir string) []service.Register {
+		snug := hub.Register(hub.Config{StateDir: stateDir, Net: fetch.Options{Resolver: n, Dial: n.Dial, RootCAs: ca.Pool}})
 		return []service.Register{
 			runtime.Register(runtime.Config{}),
-			hub.Register(hub.Config{StateDir: stateDir, Net: fetch.Options{Resolver: n, Dial: n.Dial, RootCAs: ca.Pool}}),
+			func(h service.Host) (service.Service, error) {
+				svc, err := snug(h)
+				if hb, ok := svc.(*hub.Hub); ok {
+					t.Cleanup(func() { hb.Close() }) // after the broker stops (cleanups run last first)
+				}
+				return svc, err
+			},
 		}
 	})
 }
