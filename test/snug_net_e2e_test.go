@@ -487,7 +487,7 @@ func TestSnugConnectedApp(t *testing.T) {
 		t.Fatalf("the app's request after signing in: %v", f)
 	}
 
-		// A credential removed: NET_AUTH_FAILED, nothing sent.
+	// A credential removed: NET_AUTH_FAILED, nothing sent.
 	if out, errOut, code := app(t, s.B, "\n", "connections", id, "--credential", "files.token"); code != 0 {
 		t.Fatalf("remove the token (exit %d): %s%s", code, out, errOut)
 	}
