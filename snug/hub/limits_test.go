@@ -159,7 +159,7 @@ func TestMalformedAndForged(t *testing.T) {
 
 // TestRunnerLimit: a provider may show apps.MaxRunners apps at once; the
 // next attach is QUEUE_FULL until one closes. Host-ready offers exactly
-// what is wired: streaming and storage, no auth, no net, no open-url.
+// what is wired: streaming, storage, net and open-url; no auth.
 func TestRunnerLimit(t *testing.T) {
 	e := start(t, "")
 	c := e.client(client.Options{})
@@ -189,7 +189,7 @@ func TestRunnerLimit(t *testing.T) {
 
 	ready := h.tab("tab1").frameOf(t, "snug:host-ready", "")
 	caps, _ := json.Marshal(ready["capabilities"])
-	if string(caps) != `{"auth":false,"db":true,"streaming":true}` || ready["theme"] != "light" {
+	if string(caps) != `{"auth":false,"db":true,"net":true,"openUrl":true,"streaming":true}` || ready["theme"] != "light" {
 		t.Fatalf("host-ready %v", ready)
 	}
 }
