@@ -67,7 +67,7 @@ func Offered() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
 		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState,
 		CapCapturePublish, CapPageWindows, CapFrames, CapObserveFrame, CapFrameClick, CapFrameQuery, CapFrameSubtree, CapFramePage,
-		CapFrameInputClient, CapSelectOption, CapCapturePaint}
+		CapFrameInputClient, CapSelectOption, CapCapturePaint, CapDblclick, CapHover, CapKeyChord, CapDrag, CapClickAt}
 }
 
 // Provider capabilities: what a browser provider advertises in its hello.

@@ -394,7 +394,9 @@ func (pg *fakePage) read(match func(axNode) bool) *axRead {
 	out := &axRead{DocumentEpoch: pg.epoch, URL: pg.url, Title: pg.title, Truncated: pg.truncated, Nodes: []axNode{}}
 	for _, n := range pg.nodes {
 		if !n.Ignored && match(n.axNode) {
-			out.Nodes = append(out.Nodes, n.axNode)
+			a := n.axNode
+			a.AXID, a.ParentAXID = n.id, n.parent
+			out.Nodes = append(out.Nodes, a)
 		}
 	}
 	return out
@@ -451,7 +453,9 @@ func (pg *fakePage) window(req pageRequest) (*windowRead, error) {
 			break
 		}
 		n := pg.nodes[i]
-		out.Nodes = append(out.Nodes, windowNode{axNode: n.axNode, AXID: n.id, ParentAXID: n.parent})
+		w := n.axNode
+		w.AXID, w.ParentAXID = n.id, n.parent
+		out.Nodes = append(out.Nodes, windowNode{w})
 	}
 	return out, nil
 }

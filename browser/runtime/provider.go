@@ -320,9 +320,12 @@ type axRead struct {
 }
 
 type axNode struct {
+	AXID          string  `json:"axId"`
+	ParentAXID    string  `json:"parentAxId"` // the node it was walked from (ax.page), or its nearest returned ancestor
 	BackendNodeID int64   `json:"backendNodeId"`
 	Role          string  `json:"role"`
 	Name          string  `json:"name"`
+	Description   string  `json:"description"` // a clickable element's, when it has no name
 	Value         *string `json:"value"`
 	Ignored       bool    `json:"ignored"`
 	Props         axProps `json:"props"`
@@ -334,6 +337,7 @@ type axProps struct {
 	Editable  string `json:"editable"`
 	Checked   string `json:"checked"`
 	Hidden    bool   `json:"hidden"`
+	Clickable bool   `json:"clickable"` // clickable by the page's own doing (PROVIDER.md)
 }
 
 // domFacts is a provider's answer to dom.read (PROVIDER.md). A password's
@@ -389,8 +393,6 @@ type windowRead struct {
 
 type windowNode struct {
 	axNode
-	AXID       string `json:"axId"`
-	ParentAXID string `json:"parentAxId"`
 }
 
 // hitRequest is the request of dom.hit: what an input at (X, Y), viewport
