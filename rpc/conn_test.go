@@ -612,3 +612,50 @@ func TestSocketWritesNeverBlock(t *testing.T) {
 		}
 	}
 }
+
+// bigHandler answers "echo" with its params and "big" with a string whose
+// response envelope is one byte over the frame limit.
+type bigHandler struct{}
+
+func (bigHandler) Handle(_ context.Context, req *rpc.Request) (any, error) {
+	if req.Method == "big" {
+		head, _ := wire.Encode(wire.Success(req.ID, json.RawMessage(`""`)))
+		return strings.Repeat("x", frames.MaxPayload+1-len(head)), nil
+	}
+	return req.Params, nil
+}
+
+func (bigHandler) Event(*wire.Envelope) {}
+
+// TestFrameLimit: a call whose request fits the frame limit exactly goes
+// through, one a byte longer fails QUEUE_FULL without harming the
+// connection, and a response past the limit is answered QUEUE_FULL.
+func TestFrameLimit(t *testing.T) {
+	a, b := socketPair(t)
+	server := rpc.New(a, bigHandler{}, rpc.Limits{}, nil)
+	client := rpc.New(b, newHandler(), rpc.Limits{}, nil)
+	for _, c := range []*rpc.Conn{server, client} {
+		go c.Run()
+		t.Cleanup(func() { c.Close(); <-c.Done() })
+	}
+	// params {"p":"xx…"} sized so that the request envelope is n bytes.
+	params := func(n int) json.RawMessage {
+		head, _ := wire.Encode(wire.Request("1", "echo", json.RawMessage(`{"p":""}`)))
+		return json.RawMessage(`{"p":"` + strings.Repeat("x", n-len(head)) + `"}`)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if got, err := client.Call(ctx, "echo", params(frames.MaxPayload)); err != nil || len(got) != len(params(frames.MaxPayload)) {
+		t.Fatalf("a request at the limit: %d bytes, %v", len(got), err)
+	}
+	// The next call's ID is "2", as long as "1".
+	if _, err := client.Call(ctx, "echo", params(frames.MaxPayload+1)); rpc.CodeOf(err) != wire.CodeQueueFull {
+		t.Fatalf("a request one byte past the limit: %v, want QUEUE_FULL", err)
+	}
+	if _, err := client.Call(ctx, "big", nil); rpc.CodeOf(err) != wire.CodeQueueFull {
+		t.Fatalf("a response past the limit: %v, want QUEUE_FULL", err)
+	}
+	if got, err := client.Call(ctx, "echo", json.RawMessage(`{"still":"open"}`)); err != nil || string(got) != `{"still":"open"}` {
+		t.Fatalf("after refusals: %s, %v", got, err)
+	}
+}
