@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -156,7 +157,25 @@ type Conn struct {
 	ordered  bool   // incoming IDs must increase (OrderIncoming)
 	highest  uint64 // the highest incoming ID accepted in ordered mode
 	handlers sync.WaitGroup
+
+	// work hands a request to an idle handler goroutine (see accept); idle
+	// counts those waiting for one.
+	work chan job
+	idle atomic.Int32
 }
+
+// job is one accepted request for a handler goroutine.
+type job struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	req    *Request
+}
+
+// maxIdleHandlers is how many handler goroutines a connection keeps
+// waiting for its next request. A goroutine that already served one has
+// the stack a handler needs, where a fresh one starts small and grows
+// (copying its stack each time) as a JSON decode goes deep.
+const maxIdleHandlers = 4
 
 // New returns a connection over rw. log may be nil.
 func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Conn {
@@ -181,6 +200,7 @@ func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Con
 		seen:     make(map[string]struct{}),
 		incoming: make(map[string]context.CancelFunc),
 		pending:  make(map[string]chan *wire.Envelope),
+		work:     make(chan job),
 	}
 	c.tryWriteFn = c.writeSome
 	return c
@@ -355,9 +375,32 @@ func (c *Conn) accept(env *wire.Envelope) error {
 	c.handlers.Add(1)
 	c.mu.Unlock()
 
-	req := &Request{ID: env.ID, Method: env.Method, Params: env.Params}
-	go c.serve(ctx, cancel, req)
+	j := job{ctx, cancel, &Request{ID: env.ID, Method: env.Method, Params: env.Params}}
+	select {
+	case c.work <- j: // an idle handler goroutine takes it
+	default:
+		go c.handle(j)
+	}
 	return nil
+}
+
+// handle serves j, then waits for another request while fewer than
+// maxIdleHandlers others wait, until the connection closes.
+func (c *Conn) handle(j job) {
+	for {
+		c.serve(j.ctx, j.cancel, j.req)
+		if c.idle.Add(1) > maxIdleHandlers {
+			c.idle.Add(-1)
+			return
+		}
+		select {
+		case j = <-c.work:
+			c.idle.Add(-1)
+		case <-c.closed:
+			c.idle.Add(-1)
+			return
+		}
+	}
 }
 
 func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Request) {

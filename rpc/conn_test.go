@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -657,5 +658,53 @@ func TestFrameLimit(t *testing.T) {
 	}
 	if got, err := client.Call(ctx, "echo", json.RawMessage(`{"still":"open"}`)); err != nil || string(got) != `{"still":"open"}` {
 		t.Fatalf("after refusals: %s, %v", got, err)
+	}
+}
+
+// TestIdleHandlersBounded: after a burst of concurrent requests, a
+// connection keeps only a few handler goroutines waiting for the next
+// one, they serve it, and none is left once the connection closes.
+func TestIdleHandlersBounded(t *testing.T) {
+	settle := func(want func(int) bool) int {
+		deadline := time.Now().Add(5 * time.Second)
+		n := runtime.NumGoroutine()
+		for !want(n) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+			n = runtime.NumGoroutine()
+		}
+		return n
+	}
+	before := runtime.NumGoroutine()
+	h := newHandler()
+	a, b := socketPair(t)
+	c := rpc.New(a, h, rpc.Limits{}, nil)
+	go c.Run()
+	p := newRawPeer(t, b)
+	const burst = 20
+	for i := range burst {
+		p.request(strconv.Itoa(i), "wait")
+	}
+	for range burst {
+		<-h.started
+	}
+	running := runtime.NumGoroutine()
+	close(h.release)
+	for range burst {
+		if env := p.read(); !env.OK {
+			t.Fatalf("got %+v", env)
+		}
+	}
+	// Run's reader and writer, and at most 4 handlers waiting.
+	if n := settle(func(n int) bool { return n <= before+2+4 }); n > before+2+4 || running < before+burst {
+		t.Fatalf("%d goroutines while %d requests ran, %d after (before: %d)", running, burst, n, before)
+	}
+	p.request("again", "void")
+	if env := p.read(); env.ID != "again" || !env.OK {
+		t.Fatalf("after the burst: %+v", env)
+	}
+	c.Close()
+	<-c.Done()
+	if n := settle(func(n int) bool { return n <= before }); n > before {
+		t.Fatalf("%d goroutines left after close (before: %d)", n, before)
 	}
 }

@@ -379,31 +379,38 @@ func BenchmarkRoundTripParallel(b *testing.B) {
 }
 
 // cpuClock measures the CPU time (user and system) the whole process spends
-// during a benchmark's loop. Client, broker or relay, and provider share the
-// process, so cpu-ns/op is the work of one round trip on every party. On a
-// machine shared with other work, wall time also counts the time a runnable
-// thread waits for a core, and a path that hands off between goroutines
-// more often waits more; CPU time does not, so it separates what a path
-// costs from what the machine's load adds.
+// during a benchmark's loop, and how often its threads were switched out.
+// Client, broker or relay, and provider share the process, so cpu-ns/op is
+// the work of one round trip on every party. On a machine shared with other
+// work, wall time also counts the time a runnable thread waits for a core,
+// and a path whose goroutines wake other threads more often waits more;
+// CPU time does not, so it separates what a path costs from what the
+// machine's load adds, and ctxsw/op (voluntary and involuntary context
+// switches) counts the wake-ups that expose a path to that load.
 type cpuClock struct {
 	b     *testing.B
-	start time.Duration
+	start syscall.Rusage
 }
 
-func startCPU(b *testing.B) cpuClock { return cpuClock{b, processCPU(b)} }
+func startCPU(b *testing.B) cpuClock { return cpuClock{b, rusage(b)} }
 
-// report adds cpu-ns/op to the benchmark's results.
+// report adds cpu-ns/op and ctxsw/op to the benchmark's results.
 func (c cpuClock) report() {
-	if c.b.N > 0 {
-		c.b.ReportMetric(float64(processCPU(c.b)-c.start)/float64(c.b.N), "cpu-ns/op")
+	if c.b.N == 0 {
+		return
 	}
+	end := rusage(c.b)
+	cpu := func(ru syscall.Rusage) int64 { return ru.Utime.Nano() + ru.Stime.Nano() }
+	switches := func(ru syscall.Rusage) int64 { return ru.Nvcsw + ru.Nivcsw }
+	c.b.ReportMetric(float64(cpu(end)-cpu(c.start))/float64(c.b.N), "cpu-ns/op")
+	c.b.ReportMetric(float64(switches(end)-switches(c.start))/float64(c.b.N), "ctxsw/op")
 }
 
-// processCPU returns the CPU time the process has used so far.
-func processCPU(tb testing.TB) time.Duration {
+// rusage returns the resources the process has used so far.
+func rusage(tb testing.TB) syscall.Rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		tb.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ru
 }
