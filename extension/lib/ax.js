@@ -5,7 +5,19 @@ import { MAX_VALUE_BYTES } from './transport.js';
 
 export const BUDGET = { nodes: 2048, calls: 512, depth: 64, bytes: 1 << 20 };
 const MAX_MATCHES = 128;
-const PREFETCH = 8; // child fetches in flight ahead of the walk
+
+// READ tunes how a document is read. Through chrome.debugger, a call costs
+// about a millisecond and every byte of its answer costs too (AX nodes are
+// large: a whole tree is about 400 bytes a node). A small document is read
+// with one Accessibility.getFullAXTree: one call instead of one per node
+// with children. The size is Performance.getMetrics' Nodes, the DOM nodes
+// of the renderer process (never fewer than the document's); a document
+// of more than bulkMaxNodes, or one whose size is unknown, is walked,
+// which skips inline text boxes and stops at the budgets. prefetch is how
+// many child fetches the walk keeps in flight ahead of itself.
+// BENCHMARKS.md ("Reading the page") has the crossover; benchmarks change
+// these to compare the two ways.
+export const READ = { bulkMaxNodes: 300, prefetch: 8 };
 const PROPS = ['disabled', 'focusable', 'focused', 'editable', 'checked', 'expanded', 'hidden', 'required'];
 const utf8 = new TextEncoder();
 
@@ -108,9 +120,23 @@ class Reader {
 export async function read(send, page, backendNodeId, frameId) {
   const r = new Reader(send, page);
   const w = new Walk(r, { frameId });
-  const root = await w.root(backendNodeId);
+  const root = backendNodeId === undefined && (await small(r)) ? await w.all() : await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
   return r.result();
+}
+
+// small reports whether the document is small enough to be read in one
+// call (READ.bulkMaxNodes); a size it cannot learn is not small.
+async function small(r) {
+  if (!(READ.bulkMaxNodes > 0)) return false;
+  try {
+    const { metrics } = await r.call('Performance.getMetrics');
+    const nodes = metrics?.find((m) => m.name === 'Nodes')?.value;
+    return Number.isFinite(nodes) && nodes <= READ.bulkMaxNodes;
+  } catch (e) {
+    if (e instanceof CodeError) throw e; // the gate, or a cancel
+    return false;
+  }
 }
 
 // WINDOW is the budget of one page window (ax.page).
@@ -178,6 +204,17 @@ class Walk {
 
   learn(nodes) {
     nodes?.forEach((n) => this.known.set(n.nodeId, n));
+  }
+
+  // all makes the whole tree of the document known with one
+  // getFullAXTree, so that the walk over it needs no other call, and
+  // returns its root.
+  async all() {
+    const { nodes } = await orFail(this.r.call('Accessibility.getFullAXTree', { ...this.frame }), 'STALE_TARGET');
+    const root = nodes?.find((n) => n.parentId === undefined) ?? nodes?.[0];
+    if (!root) fail('STALE_TARGET');
+    this.learn(nodes);
+    return root;
   }
 
   async root(backendNodeId) {
@@ -294,7 +331,7 @@ class Walk {
       }
       if (this.needsKids(n, depth)) {
         const own = this.fetchKids(n.nodeId);
-        for (let j = stack.length - 1; j >= 0 && j >= stack.length - PREFETCH; j--) {
+        for (let j = stack.length - 1; j >= 0 && j >= stack.length - READ.prefetch; j--) {
           const next = this.known.get(stack[j].id);
           if (next && this.needsKids(next, stack[j].depth)) this.fetchKids(next.nodeId);
         }
