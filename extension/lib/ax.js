@@ -2,6 +2,7 @@
 // fetches and trims AX nodes; projection into observations is the broker's.
 import { CodeError, fail, orFail } from './errors.js';
 import { MAX_VALUE_BYTES } from './transport.js';
+import { CONTROL_ROLES, LIMITS, OBSERVE } from './protocol.js';
 
 export const BUDGET = { nodes: 2048, calls: 512, depth: 64, bytes: 1 << 20 };
 const MAX_MATCHES = 128;
@@ -119,10 +120,47 @@ class Reader {
 // walking through ignored nodes without returning them.
 export async function read(send, page, backendNodeId, frameId) {
   const r = new Reader(send, page);
-  const w = new Walk(r, { frameId });
+  const w = new Walk(r, { frameId, kept: new Kept() });
   const root = backendNodeId === undefined && (await small(r)) ? await w.all() : await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
   return r.result();
+}
+
+// Kept counts what the broker's projection (browser/runtime/observe.go)
+// keeps of a read, as it counts, so that a read stops once the projection
+// could show no more: at MAX_CONTROLS controls and MAX_TEXT_FRAGMENTS text
+// fragments. The projection also skips elements and text past its byte
+// budgets, and would then keep fewer than these counts say: so the counts
+// are trusted only while the bytes of every node that could be shown stay
+// within those budgets (an upper bound of what the projection spends),
+// and a read past them is not stopped early. Named regions are not waited
+// for: a page of that many controls and fragments rarely has its landmarks
+// after them, and the call budget gave them up anyway.
+const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/; // Go's unicode.IsSpace
+const controlRoles = new Set(CONTROL_ROLES);
+class Kept {
+  controls = 0;
+  texts = 0;
+  textBytes = 0; // every non-blank fragment's
+  nodeBytes = 0; // every named or control node's, as the projection sizes an element
+
+  // add counts a node the read returns; false once the projection is full.
+  add(n) {
+    if (n.props?.hidden === true) return true;
+    const blank = BLANK.test(n.name);
+    if (n.role === 'StaticText') {
+      if (!blank) {
+        this.texts++;
+        this.textBytes += utf8.encode(n.name).length;
+      }
+    } else {
+      const control = controlRoles.has(n.role) || (n.props?.focusable === true && !!n.props?.editable);
+      if (control || !blank) this.nodeBytes += utf8.encode(n.name).length + 64 + utf8.encode(n.value ?? '').length;
+      if (control && n.backendNodeId > 0 && n.name.length <= LIMITS.MAX_NAME_LENGTH) this.controls++;
+    }
+    return !(this.controls >= OBSERVE.MAX_CONTROLS && this.texts >= OBSERVE.MAX_TEXT_FRAGMENTS &&
+      this.textBytes <= OBSERVE.MAX_TEXT_BYTES && this.nodeBytes <= OBSERVE.MAX_NODE_BYTES);
+  }
 }
 
 // small reports whether the document is small enough to be read in one
@@ -188,8 +226,9 @@ export async function readWindow(send, page, { backendNodeId, after, maxNodes, f
 // entries of the walk, a few at a time: the walk stays depth-first, but its
 // CDP round trips overlap.
 class Walk {
-  constructor(r, { window = false, maxNodes = Infinity, match, frameId } = {}) {
+  constructor(r, { window = false, maxNodes = Infinity, match, frameId, kept } = {}) {
     this.r = r;
+    this.kept = kept; // a read the projection bounds (Kept)
     // frameId: the (in-process) child frame whose document is walked, else
     // the main frame's.
     this.frame = frameId === undefined ? {} : { frameId };
@@ -305,6 +344,10 @@ class Walk {
             continue;
           }
           returned++;
+          if (this.kept && !this.kept.add(r.nodes.at(-1))) {
+            r.truncated = true; // the projection is full: the rest could not be shown
+            break;
+          }
         }
         this.last = id;
         if (secret) continue; // a password field's inner text is its value

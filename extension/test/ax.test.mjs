@@ -369,3 +369,62 @@ test('a gone document in a bulk read is STALE_TARGET', async () => {
   t.chrome.cdp.set('Accessibility.getFullAXTree', () => ({ nodes: [] }));
   assert.equal((await t.read()).code, 'STALE_TARGET');
 });
+
+// buttons is a page of n buttons, each with its label's StaticText, whose
+// label text is `label(i)`, and options for every button.
+function buttons(n, label = (i) => `B ${i}`, extra = () => ({})) {
+  const nodes = [node('r', 'RootWebArea', 'A', { childIds: Array.from({ length: n }, (_, i) => `b${i}`) })];
+  for (let i = 0; i < n; i++) {
+    nodes.push(node(`b${i}`, 'button', label(i), { backendDOMNodeId: i + 1, childIds: [`t${i}`], ...extra(i) }));
+    nodes.push(node(`t${i}`, 'StaticText', label(i)));
+  }
+  return nodes;
+}
+
+test('a read stops once the projection is full: 120 controls and 240 text fragments', async () => {
+  const t = await granted();
+  serve(t, buttons(300));
+  const r = (await t.read()).value;
+  // 120 buttons fill the controls, the labels of 240 fill the text.
+  assert.equal(r.nodes.length, 1 + 240 * 2);
+  assert.deepEqual(r.nodes.at(-1), { axId: 't239', parentAxId: 'b239', role: 'StaticText', name: 'B 239', ignored: false, props: {} });
+  assert.equal(r.truncated, true);
+  assert.ok(t.calls('Accessibility.getChildAXNodes') <= 1 + 240 + 8, `${t.calls('Accessibility.getChildAXNodes')} calls`); // 8 fetched ahead
+  // One node fewer and the projection is not full: all of it is read.
+  const small = await granted();
+  serve(small, buttons(239));
+  const all = (await small.read()).value;
+  assert.equal(all.nodes.length, 1 + 239 * 2);
+  assert.equal(all.truncated, false);
+});
+
+test('a read goes on while the projection would keep less than its counts say', async () => {
+  const cases = {
+    // Hidden controls and text are not shown: they do not fill anything.
+    hidden: buttons(300).map((n) => (Number(n.nodeId.slice(1)) < 100 ? { ...n, properties: [{ name: 'hidden', value: { value: true } }] } : n)),
+    // A name past 1,000 characters is dropped from the observation.
+    long: buttons(300, (i) => (i < 100 ? 'x'.repeat(1001) : `B ${i}`)),
+    // 240 fragments past 32 KiB: the projection keeps fewer.
+    bytes: buttons(300, (i) => `${i} ${'y'.repeat(200)}`),
+    // White space alone is no text fragment, in Go's sense of white space.
+    blank: [node('r', 'RootWebArea', 'A', { childIds: ['list', 'blank'] }), ...buttons(130).slice(1).map((n) => (n.nodeId === 'r' ? n : n)),
+      node('blank', 'group', '', { childIds: Array.from({ length: 300 }, (_, i) => `s${i}`) }),
+      ...Array.from({ length: 300 }, (_, i) => node(`s${i}`, 'StaticText', '\u0085\u00a0\u3000 '))],
+  };
+  cases.blank[0].childIds = ['blank', ...Array.from({ length: 130 }, (_, i) => `b${i}`)];
+  for (const [name, nodes] of Object.entries(cases)) {
+    const t = await granted();
+    serve(t, nodes);
+    const r = (await t.read()).value;
+    const all = nodes.filter((n) => n.role.value !== 'InlineTextBox').length;
+    assert.equal(r.nodes.length, Math.min(all, BUDGET.nodes), name);
+  }
+});
+
+test('a find is not cut at the projection\'s budgets', async () => {
+  const t = await granted();
+  serve(t, buttons(300));
+  t.chrome.tabs_.get(1).active = false; // a find then walks
+  const found = (await t.find({ name: 'B 299' })).value;
+  assert.deepEqual(found.nodes.map((n) => n.axId), ['b299', 't299']);
+});
