@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dsh-browser/broker/browser"
@@ -28,6 +29,18 @@ func TestParseActValues(t *testing.T) {
 	}
 }
 
+// TestParseSince: since, the cursor an action's change is measured from,
+// is 1 to 128 characters.
+func TestParseSince(t *testing.T) {
+	for n, ok := range map[int]bool{0: false, 1: true, 128: true, 129: false} {
+		since, _ := json.Marshal(strings.Repeat("c", n))
+		p, err := browser.ParseAct([]byte(`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"click","ref":"r"},"since":` + string(since) + `}}`))
+		if (err == nil) != ok || ok && len(p.Request.Since) != n {
+			t.Errorf("since of %d characters: %+v, %v", n, p, err)
+		}
+	}
+}
+
 // TestParseRules: a params value refused only by a rule past the schema
 // names it; one that breaks the schema names none.
 func TestParseRules(t *testing.T) {
@@ -49,6 +62,7 @@ func FuzzParseParams(f *testing.F) {
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"click","ref":"r"}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"fill","ref":"r","text":"x","expected":{"kind":"value","value":"x"}}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"navigate","url":"https://a.test/"},"timeoutMs":5}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"click","ref":"r"},"since":"c-1"}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"wheel","ref":"r","deltaX":1,"deltaY":-2}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"press","ref":"r","key":"Tab","shift":true}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"select","ref":"r","option":"A"},"frame":{"frameId":"f","documentEpoch":"e"}}}`,

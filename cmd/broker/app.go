@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/snug/agent"
 	"github.com/dsh-browser/broker/snug/apps"
+	"github.com/dsh-browser/broker/snug/conn"
 	"github.com/dsh-browser/broker/snug/contract"
 	"github.com/dsh-browser/broker/snug/hub"
 	"github.com/dsh-browser/broker/snug/samples"
@@ -35,7 +36,9 @@ browser, keep their data in the broker (STATE/user.snug) and think through
 the agent you choose. APP is an app's id or its name.
 
   broker app install FILE.html [--name NAME] [--contract FILE.json]
-  broker app install --sample notebook  a bundled sample app
+  broker app install --sample notebook|tasks
+                                      a bundled sample app (tasks proposes its
+                                      connection too)
   broker app list
   broker app open APP                 show it in a browser tab
   broker app update APP FILE.html     save a new version (open tabs reload)
@@ -51,7 +54,13 @@ the agent you choose. APP is an app's id or its name.
   broker app agent --mcp [--mcp-host NAME]
                                       your MCP host, through sampling on a
                                       'broker mcp' connection
-  broker app agent --none             no agent (apps still store data)`
+  broker app agent --none             no agent (apps still store data)
+  broker app connections APP          the APIs the app may use with your credentials
+  broker app connections APP --show SLOT | --declare FILE.json | --revoke SLOT
+  broker app connections APP --credential SLOT.FIELD
+                                      store a credential, read from standard
+                                      input (never argv); approve connections in
+                                      the app's tab (Connections)`
 
 func runApp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -73,6 +82,8 @@ func runApp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		"source":   appSource,
 		"remove":   appRemove,
 		"agent":    appAgent,
+
+		"connections": appConnections,
 	}[sub]
 	if !ok {
 		fmt.Fprintf(stderr, "broker app: unknown command %q\n\nUsage: broker %s\n", sub, appSynopsis)
@@ -183,6 +194,12 @@ func (a *appCmd) explain(method string, err error) string {
 		return "the Snug user database is unavailable: 'broker status --json' says why"
 	case code == wire.CodePolicyDenied && method == apps.MethodAgentSet:
 		return "the endpoint was refused: use https, or plain http only to this machine"
+	case code == wire.CodePolicyDenied && strings.HasPrefix(method, "snug.connection"):
+		return "the connection's state does not allow that: it is revoked (proposals for it are refused), or not approved ('broker app connections APP')"
+	case code == wire.CodeQueueFull && method == apps.MethodConnectionDeclare:
+		return fmt.Sprintf("the app has %d connections, the most it may have (revoked ones count)", conn.MaxSlotsPerApp)
+	case code == wire.CodeInvalidRequest && strings.HasPrefix(method, "snug.connection"):
+		return "the broker refused it: check the requirement, the slot and the field ('broker app connections APP --show SLOT')"
 	case code == wire.CodeQueueFull:
 		return "the Snug user database is full (64 MiB)"
 	case code == wire.CodeInvalidRequest:
@@ -225,7 +242,7 @@ func (a *appCmd) readContract(path string) (string, int) {
 func appInstall(a *appCmd) int {
 	name := a.fs.String("name", "", "the app's name (default: the HTML's <title>)")
 	contractFile := a.fs.String("contract", "", "a runtime contract (JSON, Snug Part IV §18.1) for its turns")
-	sample := a.fs.String("sample", "", "install a bundled sample instead of a file: notebook")
+	sample := a.fs.String("sample", "", "install a bundled sample instead of a file: notebook or tasks")
 	pos, code, ok := a.parse(0, 1)
 	if !ok {
 		return code
@@ -234,7 +251,7 @@ func appInstall(a *appCmd) int {
 	switch {
 	case *sample != "" && len(pos) == 0:
 		if html, ok = samples.All[*sample]; !ok {
-			return a.fail("no sample %q; the samples are: notebook", *sample)
+			return a.fail("no sample %q; the samples are: notebook, tasks", *sample)
 		}
 		pos = []string{*sample}
 	case *sample == "" && len(pos) == 1:
@@ -257,6 +274,15 @@ func appInstall(a *appCmd) int {
 		return code
 	}
 	fmt.Fprintf(a.stdout, "installed %q as %s (version 1)\nopen it with: broker app open %s\n", s.App.DisplayName, s.App.ID, s.App.ID)
+	if *sample == "tasks" {
+		// The sample's connection, proposed on your behalf: nothing is
+		// granted until you approve it in the app's tab.
+		var c apps.Connection
+		if code := a.call(apps.MethodConnectionDeclare, apps.DeclareParams{App: s.App.ID, Requirement: samples.TasksConnection}, &c); code != 0 {
+			return code
+		}
+		fmt.Fprintf(a.stdout, "it proposes a connection to %s (%s); connect it in the app's tab (Connections)\n", c.Provider, strings.Join(c.Ceiling, " "))
+	}
 	return 0
 }
 
@@ -486,9 +512,15 @@ func orNone(s []string) string {
 // readKey reads the API key: hidden, after a prompt, from a terminal; the
 // first line otherwise. An empty key means the endpoint needs none.
 func readKey(stdin io.Reader, stderr io.Writer, endpoint string) (string, error) {
+	return readSecret(stdin, stderr, "API key for "+endpoint+" (input hidden; empty for none): ")
+}
+
+// readSecret reads a secret: hidden, after prompt, from a terminal; the
+// first line otherwise.
+func readSecret(stdin io.Reader, stderr io.Writer, prompt string) (string, error) {
 	if f, ok := stdin.(*os.File); ok {
 		if old, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-			fmt.Fprintf(stderr, "API key for %s (input hidden; empty for none): ", endpoint)
+			fmt.Fprint(stderr, prompt)
 			hidden := *old
 			hidden.Lflag &^= unix.ECHO
 			unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, &hidden)

@@ -3,8 +3,10 @@
 // routes the iframe's messages by event.source (R4) and relays them to the
 // service worker, which relays them to the broker's hub; frames from the
 // hub go to the iframe with targetOrigin '*' (the app's origin is opaque).
-// It parses no frame: the hub does.
+// It parses no frame: the hub does. Its own dialogs (dialogs.js) put the
+// owner's questions and the connect flow over the app's frame.
 import { SNUG } from '../lib/snug.js';
+import { createDialogs } from './dialogs.js';
 
 const app = new URLSearchParams(location.search).get('app') ?? '';
 const $ = (id) => document.getElementById(id);
@@ -84,6 +86,10 @@ function fromWorker(msg) {
       return notice(msg.reason);
     case 'dropped':
       return notice(`The app sent a message of ${msg.bytes} bytes, more than the host carries (${SNUG.MAX_RELAY_BYTES}); it was dropped.`);
+    case 'confirm':
+      return dialogs.question(msg);
+    case 'result':
+      return dialogs.result(msg);
   }
 }
 
@@ -125,7 +131,10 @@ $('reset-agent').addEventListener('click', () => {
   port.postMessage({ type: 'resetAgent' });
 });
 
+$('connections-button').addEventListener('click', () => dialogs.connections());
+
 port = chrome.runtime.connect({ name: SNUG.RUNNER_PORT });
+const dialogs = createDialogs({ $, port, appName: () => installed?.displayName ?? $('name').textContent });
 port.onMessage.addListener(fromWorker);
 port.onDisconnect.addListener(() => notice('The extension restarted: reload this tab to show the app again.'));
 port.postMessage({ type: 'attach', app });

@@ -239,4 +239,9 @@ var ParamsTypes = map[string]any{
 	MethodAgentGet:   AppsParams{},
 	MethodAgentSet:   AgentSetParams{},
 	MethodAgentOffer: AgentOfferParams{},
+
+	MethodConnections:       ConnectionsParams{},
+	MethodConnectionDeclare: DeclareParams{},
+	MethodConnectionSet:     CredentialParams{},
+	MethodConnectionRevoke:  SlotParams{},
 }

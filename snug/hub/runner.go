@@ -50,9 +50,10 @@ type inbound struct {
 	reset bool
 }
 
-// hostReady is what every runner offers: streaming and storage; no net, no
-// open-url yet (an absent flag is how an app knows to render a fallback).
-var hostReady = frame.HostReady{Capabilities: frame.Capabilities{Streaming: true, DB: true}, Theme: frame.ThemeLight}
+// hostReady is what every runner offers: streaming, storage, the governed
+// network and host-mediated open-url, each with its handler wired.
+var hostReady = frame.HostReady{Capabilities: frame.Capabilities{Streaming: true, DB: true, Net: true, OpenURL: true},
+	Theme: frame.ThemeLight}
 
 // attach serves apps.ProviderAttach: a runner tab of this provider wants
 // to show an app. The app is named by its id only: the runner was opened
@@ -209,11 +210,9 @@ func (r *runner) receive(raw []byte) {
 	case *frame.AppMessage:
 		go r.turn(in.Request, f)
 	case *frame.NetRequest:
-		go in.Request.Fail(frame.ResponseError{Code: frame.CodeHostError,
-			Message: "this host has no network capability (host-ready capabilities.net is absent)"})
+		go r.serveNet(in.Request, f)
 	case *frame.OpenURLRequest:
-		go in.Request.Respond(&frame.OpenURLResult{Status: frame.OpenURLRefused,
-			Reason: "this host does not open URLs (host-ready capabilities.openUrl is absent)"})
+		go r.serveOpenURL(in.Request, f)
 	}
 }
 

@@ -39,9 +39,22 @@
 // [DB.Setting] and [DB.SetSettings] keep JSON values in snug_settings;
 // [DB.Secret] and [DB.SetSecret] keep opaque strings in snug_secrets.
 //
+// # Connections
+//
+// snug_connections holds each app's connection requirements and the
+// user's grants (spec Part III §12). Exactly five writers change it:
+// [DB.PutDeclaredConnection] (proposals, declared rows only, within the
+// 8-slot cap), [DB.StagePendingRequirement] (a change to an approved row,
+// waiting), [DB.ApproveConnection] (freezes the ceiling, stores the
+// credentials the user typed), [DB.ReapproveConnection] (the only path
+// that widens a ceiling) and [DB.RevokeConnection] (a tombstone; the
+// slot's secrets deleted). Credentials live only in snug_secrets under
+// auth:<appId>:<slot>:<field> (package snug/conn names the keys).
+//
 // # Not done here
 //
 // SNUGENC1 protected files are recognised and left alone ([ErrProtected])
-// but not opened; whole-file export and import, legacy user.sqlite
-// adoption, chat and connections belong to later work.
+// but not opened; whole-file export and import (with the connection
+// reconciliation of §12.4), legacy user.sqlite adoption and chat belong to
+// later work.
 package userdb
