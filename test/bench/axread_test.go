@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,19 +28,23 @@ import (
 // native messaging. Each page is read three ways: by the walk
 // (getChildAXNodes, ax.READ.bulkMaxNodes = 0), by one getFullAXTree
 // (bulkMaxNodes = Infinity), and as the product chooses (auto). The /rows
-// pages of growing size show where one getFullAXTree stops paying.
+// pages of growing size show where one getFullAXTree stops paying. With
+// DSH_AXBENCH_BEFORE set to the extension directory of another tree (an
+// export of an earlier commit), each page is also read by that tree's
+// ax.js (read=before), beside this one's.
 // BENCHMARKS.md ("Reading the page") has the figures.
 func BenchmarkAXRead(b *testing.B) {
-	env := startAXBench(b)
+	before := os.Getenv("DSH_AXBENCH_BEFORE")
+	env := startAXBench(b, before)
 	pages := []string{"/counter", "/form", "/swagger", "/big"}
 	for _, n := range []int{10, 30, 100, 300} {
 		pages = append(pages, "/rows?n="+strconv.Itoa(n))
 	}
 	for _, pg := range pages {
 		tab := env.open(b, pg)
-		for _, how := range []string{"walk", "bulk", "auto"} {
-			if how == "bulk" && pg == "/big" {
-				continue // 2.8 MB of AX nodes: seconds a read, and known to lose
+		for _, how := range []string{"walk", "bulk", "auto", "before"} {
+			if (how == "bulk" && pg == "/big") || (how == "before" && before == "") {
+				continue // /big: 2.8 MB of AX nodes, seconds a read, and known to lose
 			}
 			b.Run(fmt.Sprintf("page=%s/read=%s", pageName(pg), how), func(b *testing.B) {
 				env.front(b, tab)
@@ -104,16 +109,21 @@ const axBenchManifest = `{
 }
 `
 
-// axBenchWorker exposes the product's ax.js and times reads with it.
-const axBenchWorker = `import * as ax from './lib/ax.js';
+// axBenchWorker exposes the product's ax.js (and another tree's, under
+// before/, when it has one) and times reads with it.
+const axBenchWorker = `import * as current from './lib/ax.js';
+IMPORT_BEFORE
 
-const defaults = { ...ax.READ };
+const defaults = { ...current.READ };
 // readTimes reads the tab n times the given way (walk, bulk or auto, and
 // settings of ax.READ) and reports the median time and the last read's
 // size.
 globalThis.readTimes = async (tabId, how, n, settings = {}) => {
-  Object.assign(ax.READ, defaults, settings);
-  if (how !== 'auto') ax.READ.bulkMaxNodes = how === 'walk' ? 0 : Infinity;
+  const ax = how === 'before' ? before : current;
+  if (ax === current) {
+    Object.assign(ax.READ, defaults, settings);
+    if (how === 'walk' || how === 'bulk') ax.READ.bulkMaxNodes = how === 'walk' ? 0 : Infinity;
+  }
   let calls = 0;
   const send = (method, params) => { calls++; return chrome.debugger.sendCommand({ tabId }, method, params ?? {}); };
   const page = { documentEpoch: 'F:L', url: 'http://bench/', title: 'bench' };
@@ -125,7 +135,7 @@ globalThis.readTimes = async (tabId, how, n, settings = {}) => {
     res = await ax.read(send, page);
     times.push(performance.now() - t0);
   }
-  Object.assign(ax.READ, defaults);
+  Object.assign(current.READ, defaults);
   times.sort((a, b) => a - b);
   return { ms: times[Math.floor(times.length / 2)], calls, nodes: res.nodes.length,
     bytes: new TextEncoder().encode(JSON.stringify(res)).length, truncated: res.truncated };
@@ -140,14 +150,23 @@ globalThis.attach = async (tabId) => {
 `
 
 // startAXBench launches Chromium, serves the test pages and loads the bench
-// extension (the product's extension/lib beside a worker of its own).
-func startAXBench(tb testing.TB) *axBench {
+// extension: the product's extension/lib beside a worker of its own, and
+// under before/ the lib of the extension directory before, if not empty.
+func startAXBench(tb testing.TB, before string) *axBench {
 	tb.Helper()
 	dir := filepath.Join(tb.TempDir(), "axbench")
-	if err := os.CopyFS(filepath.Join(dir, "lib"), os.DirFS(filepath.Join(stack.ExtensionDir(tb), "lib"))); err != nil {
-		tb.Fatal(err)
+	libs := map[string]string{"lib": filepath.Join(stack.ExtensionDir(tb), "lib")}
+	worker := strings.Replace(axBenchWorker, "IMPORT_BEFORE", "const before = undefined;", 1)
+	if before != "" {
+		libs["before"] = filepath.Join(before, "lib")
+		worker = strings.Replace(axBenchWorker, "IMPORT_BEFORE", "import * as before from './before/ax.js';", 1)
 	}
-	for name, text := range map[string]string{"manifest.json": axBenchManifest, "sw.js": axBenchWorker} {
+	for name, lib := range libs {
+		if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(lib)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for name, text := range map[string]string{"manifest.json": axBenchManifest, "sw.js": worker} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			tb.Fatal(err)
 		}
