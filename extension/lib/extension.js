@@ -115,6 +115,7 @@ export function createExtension(chrome, {
         await send('Page.enable');
         await send('DOM.enable');
         await send('Accessibility.enable');
+        await send('Performance.enable'); // the document's size, for the read (ax.js)
         const { frameTree } = await send('Page.getFrameTree');
         if (!gates.setMainFrame(gate, frameTree.frame)) fail('POLICY_DENIED');
         // queryAXTree never answers on a hidden tab.
