@@ -39,9 +39,19 @@
 // [DB.Setting] and [DB.SetSettings] keep JSON values in snug_settings;
 // [DB.Secret] and [DB.SetSecret] keep opaque strings in snug_secrets.
 //
+// # The user's file, moved
+//
+// [DB.Export] makes the canonical .snug of the whole database without a
+// file on disk: secrets deleted and the copy VACUUMed unless the user asked
+// for them (spec §9). [DB.Import] replaces the whole database with such a
+// file in one transaction, treating it as untrusted: contracts not already
+// held are dropped (§18.2), connections are reconciled against the local
+// grants (§12.4), apps' tables are rebuilt from their registries. Package
+// snug/userfile holds the file format around it (SNUGENC1).
+//
 // # Not done here
 //
 // SNUGENC1 protected files are recognised and left alone ([ErrProtected])
-// but not opened; whole-file export and import, legacy user.sqlite
-// adoption, chat and connections belong to later work.
+// but not opened as the live database; legacy user.sqlite adoption, chat
+// and the connection writers belong to other work.
 package userdb

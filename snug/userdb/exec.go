@@ -301,7 +301,8 @@ func (rt *Runtime) Import(ctx context.Context, image []byte) error {
 // object's name breaks the naming rule or its DDL is not a single CREATE of
 // its kind ([ErrInvalidName]: the name is never put into SQL), when the
 // file would grow past its cap ([ErrTooLarge], the whole write-back rolled
-// back), or when the app was removed meanwhile ([ErrNotFound]).
+// back), when the app was removed meanwhile ([ErrNotFound]), or when an
+// import replaced the user database since materialisation ([ErrReplaced]).
 func (rt *Runtime) WriteBack(ctx context.Context) error {
 	if rt.closed {
 		return ErrClosed
@@ -328,6 +329,9 @@ func (rt *Runtime) WriteBack(ctx context.Context) error {
 	now := timestamp(db.opts.Now())
 	err = db.withRuntime(ctx, rt, func(c *sql.Conn) error {
 		return db.tx(ctx, true, func(c *sql.Conn) error {
+			if rt.generation != db.generation.Load() {
+				return ErrReplaced
+			}
 			if err := appExists(ctx, c, rt.appID); err != nil {
 				return err
 			}
@@ -335,7 +339,7 @@ func (rt *Runtime) WriteBack(ctx context.Context) error {
 				return err
 			}
 			for _, t := range tables {
-				if err := restoreTable(ctx, c, t, RestTableName(rt.token, t.Name)); err != nil {
+				if err := restoreTable(ctx, c, t, RestTableName(rt.token, t.Name), "app", t.Name); err != nil {
 					return err
 				}
 			}
@@ -431,13 +435,14 @@ func (rt *Runtime) snapshot(ctx context.Context) (registry, []object, error) {
 	return reg, tables, nil
 }
 
-// restoreTable creates the at-rest table rest for runtime table t and
-// copies its rows, inside the write-back transaction. The DDL runs verbatim
+// restoreTable creates the at-rest table rest for table t and copies the
+// rows of srcSchema.src into it (the runtime's table at write-back, the
+// file's at-rest table at import), inside the caller's transaction. The DDL runs verbatim
 // on the hub connection, so it is checked to have made exactly the one new,
 // empty table t in main before anything else happens; the rename then
 // happens under legacy_alter_table, a pure name swap that touches no other
 // table's DDL.
-func restoreTable(ctx context.Context, c *sql.Conn, t object, rest string) error {
+func restoreTable(ctx context.Context, c *sql.Conn, t object, rest, srcSchema, src string) error {
 	count := func() (int, error) {
 		var n int
 		err := c.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master`).Scan(&n)
@@ -470,5 +475,5 @@ func restoreTable(ctx context.Context, c *sql.Conn, t object, rest string) error
 	if _, err := c.ExecContext(ctx, fmt.Sprintf("ALTER TABLE main.%s RENAME TO %s", quoteIdent(t.Name), quoteIdent(rest))); err != nil {
 		return err
 	}
-	return copyRows(ctx, c, "main", rest, "app", t.Name)
+	return copyRows(ctx, c, "main", rest, srcSchema, src)
 }
