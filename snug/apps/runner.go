@@ -121,4 +121,7 @@ type Display struct {
 	// AgentBlocked is set after three unparsable replies in a row: the
 	// user must reset before the agent is called again.
 	AgentBlocked bool `json:"agentBlocked"`
+	// AgentUnconfirmed is set while the agent settings that came with an
+	// imported file wait for the user's confirmation.
+	AgentUnconfirmed bool `json:"agentUnconfirmed,omitempty"`
 }

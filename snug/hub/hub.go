@@ -28,6 +28,12 @@ type Config struct {
 	Logger   *slog.Logger
 	// HTTPClient calls agent endpoints; nil uses agent.NewHTTPClient.
 	HTTPClient *http.Client
+	// Requirements checks the connection requirements of an imported file
+	// strictly (spec §12.5) and derives their host ceilings. Nil (until
+	// the connection model is wired) keeps only the imported connections
+	// that restore a local grant, byte for byte; the rest are dropped and
+	// the user told.
+	Requirements userdb.RequirementCheck
 }
 
 // Hub is the snug kind's service. Its methods are safe for concurrent use.
@@ -116,18 +122,21 @@ func (h *Hub) Offers() []string {
 // Methods is the snug.* table.
 func (h *Hub) Methods() map[string]service.Method {
 	t := map[string]service.Method{
-		apps.MethodApps:       {Handle: h.listApps, ReadOnly: true, Discovery: true},
-		apps.MethodInstall:    {Handle: h.install},
-		apps.MethodUpdate:     {Handle: h.update},
-		apps.MethodSource:     {Handle: h.source, ReadOnly: true},
-		apps.MethodVersions:   {Handle: h.versions, ReadOnly: true},
-		apps.MethodRevert:     {Handle: h.revert},
-		apps.MethodReset:      {Handle: h.factoryReset},
-		apps.MethodRemove:     {Handle: h.remove},
-		apps.MethodOpen:       {Handle: h.openApp},
-		apps.MethodAgentGet:   {Handle: h.agentGet, ReadOnly: true},
-		apps.MethodAgentSet:   {Handle: h.agentSet},
-		apps.MethodAgentOffer: {Handle: h.agentOffer},
+		apps.MethodApps:         {Handle: h.listApps, ReadOnly: true, Discovery: true},
+		apps.MethodInstall:      {Handle: h.install},
+		apps.MethodUpdate:       {Handle: h.update},
+		apps.MethodSource:       {Handle: h.source, ReadOnly: true},
+		apps.MethodVersions:     {Handle: h.versions, ReadOnly: true},
+		apps.MethodRevert:       {Handle: h.revert},
+		apps.MethodReset:        {Handle: h.factoryReset},
+		apps.MethodRemove:       {Handle: h.remove},
+		apps.MethodOpen:         {Handle: h.openApp},
+		apps.MethodAgentGet:     {Handle: h.agentGet, ReadOnly: true},
+		apps.MethodAgentSet:     {Handle: h.agentSet},
+		apps.MethodAgentOffer:   {Handle: h.agentOffer},
+		apps.MethodAgentConfirm: {Handle: h.agentConfirm},
+		apps.MethodExport:       {Handle: h.export},
+		apps.MethodImport:       {Handle: h.importFile},
 	}
 	for name, m := range t {
 		m.Schema = browser.ParamsSchema(apps.ParamsTypes[name])

@@ -126,6 +126,9 @@ func (r *runner) showDisplay() {
 	r.mu.Unlock()
 	d.Agent = r.h.agentReady()
 	d.AgentBlocked = r.h.budget(r.appID).Exhausted()
+	if c, err := r.h.readAgent(context.Background()); err == nil {
+		d.AgentUnconfirmed = c.unconfirmed && c.provider != apps.AgentNone
+	}
 	data, _ := json.Marshal(d)
 	r.link.enqueue(r, apps.PieceApp, data)
 }

@@ -188,6 +188,12 @@ func loadImage(ctx context.Context, image []byte) (*scratchDB, int, error) {
 	if version > SchemaVersion {
 		return nil, 0, &UnsupportedError{Found: version}
 	}
+	// Any SQLite file would "migrate" into an empty user database; one
+	// without the tables every version had is not a user file.
+	var core int
+	if err := rc.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name IN ('snug_apps', 'snug_app_versions')`).Scan(&core); err != nil || core != 2 {
+		return nil, 0, errorf(ErrBadImport, "not a Snug user file: it lacks the snug_apps and snug_app_versions tables")
+	}
 	mem, err := openScratch(ctx)
 	if err != nil {
 		return nil, 0, err

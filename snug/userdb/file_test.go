@@ -209,12 +209,21 @@ func TestImportRefusesWhatItCannotUseAndChangesNothing(t *testing.T) {
 	noColumns := mutate(t, good, "DROP TABLE snug_apps", "CREATE TABLE snug_apps (app_id TEXT PRIMARY KEY)")
 	badRegistry := mutate(t, good, `UPDATE snug_app_schemas SET schema_json = '{"objects":[{"type":"table","name":"snug_evil","ddl":"CREATE TABLE snug_evil (x)"}]}'`)
 	noVersion := mutate(t, good, "DELETE FROM snug_app_versions")
+	appImage := func() []byte {
+		db, _ := mustOpen(t, userdb.Options{})
+		img, err := db.ExportApp(ctx, books(t, db, "").ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}()
 	cases := []struct {
 		name  string
 		image []byte
 		want  error
 	}{
 		{"not SQLite", []byte("hello, this is not a database at all, not even close"), userdb.ErrBadImport},
+		{"SQLite but not a user file", appImage, userdb.ErrBadImport},
 		{"empty", nil, userdb.ErrBadImport},
 		{"truncated", good[:len(good)/2], userdb.ErrBadImport},
 		{"newer schema", newer, userdb.ErrUnsupported},
