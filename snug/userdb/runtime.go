@@ -64,7 +64,9 @@ type Runtime struct {
 	unlock func()
 
 	replaced    bool                   // Import swapped the database in: write it back
+	scratch     bool                   // a throwaway copy (DB.Scratch): never written back
 	sandboxed   atomic.Bool            // the authorizer applies the app policy
+	applying    atomic.Bool            // Apply runs: data changes only
 	denied      atomic.Pointer[string] // why the authorizer last refused
 	dataVersion uint32                 // at materialisation: unchanged means nothing to write
 	generation  uint64                 // the DB's at materialisation (see ErrReplaced)
