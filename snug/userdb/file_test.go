@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,6 +89,13 @@ func TestDefaultExportHoldsNoSecretByte(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Enough secret bytes to fill whole pages, which a DELETE alone would
+	// leave on the free list.
+	for i := range 40 {
+		if err := db.SetSecret(ctx, fmt.Sprintf("auth:A:bulk%d:key", i), strings.Repeat(plantedSecret, 60)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	image, err := db.Export(ctx, userdb.ExportOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +131,26 @@ func TestDefaultExportHoldsNoSecretByte(t *testing.T) {
 	if !bytes.Contains(withSecrets, []byte(plantedSecret)) {
 		t.Fatal("an export with secrets lacks the secret")
 	}
+	// The scan sees what a DELETE alone leaves behind: the control proves
+	// the scan above could fail.
+	naivePath := filepath.Join(t.TempDir(), "naive.snug")
+	if err := os.WriteFile(naivePath, withSecrets, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	naive := raw(t, naivePath)
+	mustExec(t, naive, `PRAGMA secure_delete = OFF`)
+	mustExec(t, naive, `DELETE FROM snug_secrets`)
+	if n := queryInt(t, naive, `PRAGMA freelist_count`); n == 0 {
+		t.Fatal("the control has no free pages")
+	}
+	naive.Close()
+	naiveImage := readFile(t, naivePath)
+	if !bytes.Contains(naiveImage, []byte(plantedSecret)) {
+		t.Fatal("the control (DELETE without VACUUM) left no secret byte: the scan proves nothing")
+	}
 	other, _ := mustOpen(t, userdb.Options{})
 	rep, err := other.Import(ctx, withSecrets, userdb.ImportOptions{})
-	if err != nil || rep.SecretsImported != 2 {
+	if err != nil || rep.SecretsImported != 42 {
 		t.Fatalf("import: %+v %v", rep, err)
 	}
 	if v, ok, _ := other.Secret(ctx, "byok:openai-compatible"); !ok || v != byokSecret {
