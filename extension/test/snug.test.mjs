@@ -137,3 +137,18 @@ test('a runner tab is walled before it attaches, and the wall goes with it', asy
   assert.equal(f.rules.length, 0);
   assert.equal(f.native.sent.at(-1).event, SNUG.EVENT_DETACH);
 });
+
+test('the chat panel relays its operations only, bounded', async () => {
+  const { chatEvent } = await import('../lib/snug.js');
+  assert.deepEqual(chatEvent('r1', { op: 'send', id: 'm1', text: 'how many books?' }), { runner: 'r1', op: 'send', id: 'm1', text: 'how many books?' });
+  assert.deepEqual(chatEvent('r1', { op: 'approve', proposal: 'ABC234', text: 'x' }), { runner: 'r1', op: 'approve', proposal: 'ABC234' });
+  assert.deepEqual(chatEvent('r1', { op: 'decline', proposal: 'ABC234' }), { runner: 'r1', op: 'decline', proposal: 'ABC234' });
+  assert.deepEqual(chatEvent('r1', { op: 'revert', version: 3 }), { runner: 'r1', op: 'revert', version: 3 });
+  const at = 'x'.repeat(SNUG.MAX_CHAT_CHARS);
+  assert.equal(chatEvent('r1', { op: 'send', id: 'm2', text: at }).text, at);
+  for (const bad of [
+    { op: 'send', id: 'm3', text: at + 'x' }, { op: 'send', id: 'm3', text: '  ' }, { op: 'send', text: 'hi' },
+    { op: 'send', id: 'a b', text: 'hi' }, { op: 'approve' }, { op: 'approve', proposal: '../x' },
+    { op: 'revert', version: 0 }, { op: 'revert', version: '2' }, { op: 'execute', proposal: 'ABC' }, null, 'send',
+  ]) assert.equal(chatEvent('r1', bad), null, JSON.stringify(bad));
+});

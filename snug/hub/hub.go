@@ -200,6 +200,20 @@ func (h *Hub) Event(p service.Provider, event string, value json.RawMessage) {
 			return
 		}
 		l.runnerEvent(event, rp.Runner)
+	case apps.EventChat:
+		// The chat panel approves data changes: only the owner's own
+		// software may speak for it.
+		if !p.OwnerSurface() {
+			h.log.Warn("ignored a chat event from a snug provider the owner's software does not run", "instance", p.InstanceID())
+			return
+		}
+		var cp apps.ChatParams
+		if json.Unmarshal(value, &cp) != nil {
+			return
+		}
+		if r := l.runner(cp.Runner); r != nil {
+			r.chat.post(cp)
+		}
 	default:
 		h.log.Debug("ignored a snug provider event", "event", event)
 	}

@@ -41,6 +41,8 @@ type runner struct {
 	terms   *contract.Contract // the version's valid contract, or nil
 	db      *appdb.Instance    // the storage seat of the current document
 	dropped int                // frames dropped at a full inbox
+
+	chat *chatSession // the chat panel beside the app
 }
 
 // inbound is one thing the tab sent, applied in order.
@@ -76,6 +78,7 @@ func (h *Hub) attach(ctx context.Context, p service.Provider, params json.RawMes
 	}
 	rctx, cancel := context.WithCancel(context.Background()) // the runner outlives the request
 	r := &runner{h: h, link: l, id: ap.Runner, appID: a.ID, ctx: rctx, cancel: cancel, inbox: make(chan inbound, inboxSize)}
+	r.chat = newChatSession(r)
 	r.inst, err = frame.NewInstance(hostReady, func(b []byte) { l.enqueue(r, apps.PieceFrame, b) })
 	if err != nil {
 		cancel()
@@ -94,6 +97,7 @@ func (h *Hub) attach(ctx context.Context, p service.Provider, params json.RawMes
 		return nil, err
 	}
 	go r.serve()
+	go r.chat.run()
 	h.log.Info("runner opened", "app", a.ID, "instance", p.InstanceID())
 	return h.appInfo(a), nil
 }
