@@ -1,6 +1,7 @@
 package appchat
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -40,7 +41,7 @@ type Result struct {
 // left out.
 func Bound(columns []string, rows [][]any, more bool) Result {
 	r := Result{Columns: columns, Rows: [][]any{}}
-	head, _ := json.Marshal(columns)
+	head, _ := marshal(columns)
 	var b strings.Builder
 	b.Write(head)
 	clipped := false
@@ -55,7 +56,7 @@ func Bound(columns []string, rows [][]any, more bool) Result {
 			cells[i], cut = cell(c)
 			clipped = clipped || cut
 		}
-		line, err := json.Marshal(cells)
+		line, err := marshal(cells)
 		if err != nil {
 			line = []byte(`["(a row that cannot be shown)"]`)
 		}
@@ -75,6 +76,18 @@ func Bound(columns []string, rows [][]any, more bool) Result {
 	}
 	r.Text = b.String()
 	return r
+}
+
+// marshal encodes v as JSON without escaping <, > and & (the text stays as
+// stored; Untrusted defangs what needs it).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func total(n int, more bool) string {

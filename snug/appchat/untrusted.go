@@ -13,10 +13,11 @@ const (
 )
 
 // delimiterSpelling matches what a model could read as one of the
-// delimiters: an opening angle bracket (or a lookalike), an optional
+// delimiters: an opening angle bracket (a lookalike, or its JSON escape
+// \u003c), an optional
 // slash, and the tag's words in any case, with spaces, _ or - between
 // them and invisible format characters anywhere.
-var delimiterSpelling = regexp.MustCompile(`(?i)[<＜﹤〈⟨‹][\s\p{Cf}]*(?:/[\s\p{Cf}]*)?(?:` + spelled("untrusted") + `[\s_\-\p{Cf}]*` + spelled("data") +
+var delimiterSpelling = regexp.MustCompile(`(?i)(?:[<＜﹤〈⟨‹]|\\u003c)[\s\p{Cf}]*(?:/[\s\p{Cf}]*)?(?:` + spelled("untrusted") + `[\s_\-\p{Cf}]*` + spelled("data") +
 	`|` + spelled("user") + `[\s_\-\p{Cf}]*` + spelled("message") + `)`)
 
 // spelled is a pattern for word with format characters allowed between
@@ -42,6 +43,9 @@ const lookalike = "&lt;"
 func Defang(text string) string {
 	return delimiterSpelling.ReplaceAllStringFunc(text, func(m string) string {
 		_, size := utf8.DecodeRuneInString(m)
+		if m[0] == '\\' {
+			size = len(`\u003c`)
+		}
 		return lookalike + m[size:]
 	})
 }

@@ -42,6 +42,11 @@ const (
 	maxLiteralChars = 200
 )
 
+// sqlTimeout bounds the run of the agent's SQL: a query, a preview, an
+// approved change (which holds the app's storage meanwhile). (A variable:
+// a test lowers it.)
+var sqlTimeout = 10 * time.Second
+
 // chatSession is one runner's chat: operations are applied one at a time,
 // in the order the panel sent them.
 type chatSession struct {
@@ -230,7 +235,9 @@ func (s *chatSession) read(ctx context.Context, ag agent.Agent, scratch *userdb.
 	if err != nil {
 		return apps.ChatItem{Kind: apps.ItemError, Text: "The agent did not write a usable query. Nothing ran."}
 	}
-	columns, rows, more, err := scratch.Read(ctx, sql, appchat.MaxResultRows)
+	qctx, cancel := context.WithTimeout(ctx, sqlTimeout)
+	columns, rows, more, err := scratch.Read(qctx, sql, appchat.MaxResultRows)
+	cancel()
 	if err != nil {
 		return apps.ChatItem{Kind: apps.ItemError, SQL: []string{sql}, Text: "The query failed on a copy of your data: " + err.Error()}
 	}
@@ -263,7 +270,9 @@ func (s *chatSession) propose(ctx context.Context, ag agent.Agent, facts appchat
 	if err != nil {
 		return apps.ChatItem{Kind: apps.ItemError, Text: "The app's data cannot be read: " + err.Error()}
 	}
-	changes, _, err := preview.Apply(ctx, p.Statements, nil)
+	qctx, cancel := context.WithTimeout(ctx, sqlTimeout)
+	changes, _, err := preview.Apply(qctx, p.Statements, nil)
+	cancel()
 	preview.Close()
 	if err != nil {
 		return apps.ChatItem{Kind: apps.ItemError, SQL: p.Statements, Text: "These statements failed on a copy of your data, so nothing was proposed: " + err.Error()}
@@ -325,7 +334,9 @@ func (s *chatSession) approve(ctx context.Context, id string) {
 		s.show(apps.ChatItem{Kind: apps.ItemError, Proposal: ref, Text: "Nothing was changed: " + err.Error()})
 		return
 	}
-	changes, kept, err := live.Apply(ctx, p.statements, func(c []userdb.Change) bool { return userdb.Same(c, p.changes) })
+	qctx, cancel := context.WithTimeout(ctx, sqlTimeout)
+	changes, kept, err := live.Apply(qctx, p.statements, func(c []userdb.Change) bool { return userdb.Same(c, p.changes) })
+	cancel()
 	if err == nil && kept {
 		err = live.WriteBack(ctx)
 	}

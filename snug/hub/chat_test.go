@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf16"
 
 	"github.com/dsh-browser/broker/snug/agent/agenttest"
 	"github.com/dsh-browser/broker/snug/appchat"
 	"github.com/dsh-browser/broker/snug/apps"
+	"github.com/dsh-browser/broker/snug/hub"
 )
 
 // chatEnv is an app with a table of books in a runner tab, the stub agent
@@ -414,5 +416,24 @@ func TestChatWaitsForAnAgent(t *testing.T) {
 	}
 	if len(ce.stub.Requests()) != before {
 		t.Fatal("the agent was called")
+	}
+}
+
+// TestChatQueryEndsAtItsTimeout: a query that would run forever is cut at
+// the bound, and the panel says so.
+func TestChatQueryEndsAtItsTimeout(t *testing.T) {
+	defer hub.SetSQLTimeout(200 * time.Millisecond)()
+	ce := newChatEnv(t, "")
+	ce.stub.Script(classified(appchat.DataRead),
+		agenttest.Reply{Text: `{"sql":"WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c"}`})
+	start := time.Now()
+	it := ce.say(t, "count forever")
+	if it.Kind != apps.ItemError || !strings.Contains(it.Text, "failed on a copy") || time.Since(start) > 30*time.Second {
+		t.Fatalf("after %v: %+v", time.Since(start), it)
+	}
+	// The chat goes on.
+	ce.stub.Script(classified(appchat.Other), agenttest.Reply{Text: "Hi."})
+	if it := ce.say(t, "hello"); it.Text != "Hi." {
+		t.Fatalf("after the timeout: %+v", it)
 	}
 }

@@ -34,6 +34,15 @@
 // breaks the rule ([ValidObjectName]) with the app's previous state kept.
 // Package appdb serves the db-request frame on top of it.
 //
+// # The chat's data lane
+//
+// [DB.Scratch] is a throwaway copy of one app's tables, never written
+// back: reads of model-written SQL run there ([Runtime.Read]), and writes
+// are previewed there. [Runtime.Apply] runs statements in one transaction,
+// recording every row they change, and keeps them only if the caller
+// accepts the changes: on live data, only if they are exactly the
+// previewed ones ([Same]).
+//
 // # Settings and secrets
 //
 // [DB.Setting] and [DB.SetSettings] keep JSON values in snug_settings;
