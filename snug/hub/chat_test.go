@@ -437,3 +437,36 @@ func TestChatQueryEndsAtItsTimeout(t *testing.T) {
 		t.Fatalf("after the timeout: %+v", it)
 	}
 }
+
+// TestChatBounds: a message at its bound and past it; a preview's rows
+// shown at their bound, all of them counted; the ninth open proposal
+// drops the oldest.
+func TestChatBounds(t *testing.T) {
+	ce := newChatEnv(t, "")
+	ce.stub.Script(classified(appchat.Other), agenttest.Reply{Text: "Hi."})
+	if it := ce.say(t, strings.Repeat("é", apps.MaxChatChars)); it.Text != "Hi." {
+		t.Fatalf("a message at the bound: %+v", it)
+	}
+	before := len(ce.stub.Requests())
+	if it := ce.say(t, strings.Repeat("é", apps.MaxChatChars-1)+"😀"); it.Kind != apps.ItemError || len(ce.stub.Requests()) != before {
+		t.Fatalf("a message past the bound: %+v", it)
+	}
+
+	ce.exec(t, `INSERT INTO books (title, finished) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 248) SELECT 'Book ' || i, '2026-05-01' FROM n`)
+	ce.stub.Script(classified(appchat.DataWrite), agenttest.Reply{Text: markMay})
+	it := ce.say(t, "mark May read")
+	if it.Kind != apps.ItemProposal || it.Proposal.Total != 250 || len(it.Proposal.Changes) != apps.MaxChatChanges {
+		t.Fatalf("a large preview: total %d, %d shown", it.Proposal.Total, len(it.Proposal.Changes))
+	}
+	ids := []string{it.Proposal.ID}
+	for range 8 {
+		ce.stub.Script(classified(appchat.DataWrite), agenttest.Reply{Text: markMay})
+		ids = append(ids, ce.say(t, "mark May read").Proposal.ID)
+	}
+	if it := ce.decide(t, apps.ChatParams{Op: apps.ChatApprove, Proposal: ids[0]}); it.Kind != apps.ItemError || !strings.Contains(it.Text, "no longer open") {
+		t.Fatalf("the oldest of nine: %+v", it)
+	}
+	if it := ce.decide(t, apps.ChatParams{Op: apps.ChatApprove, Proposal: ids[1]}); it.Kind != apps.ItemExecuted || it.Text != "Done: 250 rows changed." {
+		t.Fatalf("the second of nine: %+v", it)
+	}
+}
