@@ -126,6 +126,10 @@ func (s *Server) askOwner(p *peer, a *admission.Ticket) {
 	if !a.Decide(*v.Allowed) {
 		return
 	}
+	if *v.Allowed {
+		p.admitted.Store(time.Now().UnixNano())
+	}
+	s.ownerChanged(topicClients)
 	state := admission.Denied
 	if *v.Allowed {
 		state = admission.Granted

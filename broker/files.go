@@ -7,113 +7,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-browser/broker/internal/fileinfo"
+	"github.com/dsh-browser/broker/internal/ownersock"
 )
 
 // TokenBytes is the size of the auth token before hex encoding (256 bits).
 const TokenBytes = 32
-
-// ensurePrivateDir creates dir with mode 0700 if needed and checks that it is
-// a real directory owned by this user that no one else can enter, under
-// parents no one else can swap (checkAncestors). It never loosens or
-// repairs an existing directory: a wrong mode is the user's to fix.
-func ensurePrivateDir(dir string) error {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	if err := checkAncestors(filepath.Dir(dir)); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create runtime directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
-		return fmt.Errorf("runtime directory %s is not a directory (symlinks are refused)", dir)
-	}
-	if err := ownedByMe(fi, dir); err != nil {
-		return err
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("runtime directory %s has mode %04o; other users could reach the socket; run: chmod 700 %s", dir, fi.Mode().Perm(), dir)
-	}
-	return nil
-}
-
-// checkAncestors checks that no one but this user (or root) can replace a
-// directory on the way to dir: each directory of its real path, and each
-// symlink met on the way there, is owned by this user or root, and a
-// directory others may write is sticky (like /tmp), so they cannot rename
-// what is in it.
-func checkAncestors(dir string) error {
-	me := os.Getuid()
-	trusted := func(fi fs.FileInfo, path, what string) error {
-		uid, _, ok := fileinfo.Owner(fi)
-		if !ok {
-			return fmt.Errorf("%s: cannot read its owner", path)
-		}
-		if uid != me && uid != 0 {
-			return fmt.Errorf("%s %s is owned by uid %d, who could swap the runtime directory: choose a --runtime-dir under directories only you (or root) own", what, path, uid)
-		}
-		return nil
-	}
-	// The symlinks on the way: each could be redirected by its owner.
-	for p := dir; ; p = filepath.Dir(p) {
-		fi, err := os.Lstat(p)
-		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			if err := trusted(fi, p, "symlink"); err != nil {
-				return err
-			}
-		}
-		if p == filepath.Dir(p) {
-			break
-		}
-	}
-	real, err := filepath.EvalSymlinks(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return checkAncestors(filepath.Dir(dir)) // created below, by MkdirAll, as ours
-	}
-	if err != nil {
-		return err
-	}
-	for p := real; ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		if err := trusted(fi, p, "directory"); err != nil {
-			return err
-		}
-		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
-			return fmt.Errorf("directory %s is writable by others (mode %04o) and not sticky, so they could swap the runtime directory: choose another --runtime-dir", p, fi.Mode().Perm())
-		}
-		if p == filepath.Dir(p) {
-			return nil
-		}
-	}
-}
-
-func ownedByMe(fi fs.FileInfo, path string) error {
-	uid, _, ok := fileinfo.Owner(fi)
-	if !ok {
-		return fmt.Errorf("%s: cannot read its owner", path)
-	}
-	if uid != os.Getuid() {
-		return fmt.Errorf("%s is owned by uid %d, not by you (uid %d)", path, uid, os.Getuid())
-	}
-	return nil
-}
 
 // loadOrCreateToken returns the hex token in path, creating it (0600, 32
 // random bytes as 64 hex characters) if it does not exist.
@@ -133,7 +37,7 @@ func loadOrCreateToken(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("token %s is not a regular file", path)
 	}
-	if err := ownedByMe(fi, path); err != nil {
+	if err := ownersock.OwnedByMe(fi, path); err != nil {
 		return nil, err
 	}
 	if _, nlink, _ := fileinfo.Owner(fi); nlink != 1 {
@@ -203,33 +107,4 @@ func lockFile(path string) (*os.File, error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return f, nil
-}
-
-// listenUnix listens on path with mode 0600. A leftover socket that refuses
-// connections is removed first; a live one is an error.
-func listenUnix(path string) (net.Listener, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket; move it away", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("a broker is already listening on %s", path)
-		}
-		if err := ownedByMe(fi, path); err != nil {
-			return nil, err
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
 }

@@ -259,3 +259,67 @@ func (r *renamed) Kind() service.Kind { return service.Kind{Name: "renamed"} }
 func (r *renamed) Methods() map[string]service.Method {
 	return map[string]service.Method{browser.MethodTabs: {Handle: r.ping}}
 }
+
+// runnerKind is a kind with work of its own (service.Runner), a test
+// stand-in: it runs until the broker stops, or fails with err.
+type runnerKind struct {
+	echoKind
+	err     error
+	stopped chan struct{}
+}
+
+func (r *runnerKind) Kind() service.Kind { return service.Kind{Name: "runner"} }
+func (r *runnerKind) Methods() map[string]service.Method {
+	return nil
+}
+func (r *runnerKind) Run(ctx context.Context) error {
+	defer close(r.stopped)
+	if r.err != nil {
+		return r.err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// A service's Runner runs for the broker's life: it is stopped with the
+// broker, and one that fails stops the broker with its error.
+func TestServiceRunner(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "run")
+		r := &runnerKind{stopped: make(chan struct{})}
+		if fail {
+			r.err = errors.New("cannot serve its socket")
+		}
+		srv, err := broker.New(broker.Config{RuntimeDir: dir, Services: []service.Register{
+			func(h service.Host) (service.Service, error) { r.host = h; return r, nil },
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx) }()
+		if !fail {
+			select {
+			case <-r.stopped:
+				t.Fatal("the runner stopped before the broker")
+			case <-time.After(100 * time.Millisecond):
+			}
+			cancel()
+		}
+		select {
+		case err := <-done:
+			if fail != (err != nil) || (fail && !errors.Is(err, r.err)) {
+				t.Fatalf("fail %v: Serve returned %v", fail, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("fail %v: the broker did not stop", fail)
+		}
+		select {
+		case <-r.stopped:
+		default:
+			t.Fatal("Serve returned before the runner")
+		}
+		cancel()
+	}
+}

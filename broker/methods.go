@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dsh-browser/broker/activity"
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
@@ -164,6 +165,7 @@ type Status struct {
 	Providers          map[string]int             `json:"providers"` // connected, by kind
 	Services           map[string]json.RawMessage `json:"services"`
 	Journal            *JournalStatus             `json:"journal,omitempty"`
+	Activity           *activity.Status           `json:"activity,omitempty"` // the owner's activity log
 	MaxSockets         int                        `json:"maxSockets"`
 	MaxUnauthenticated int                        `json:"maxUnauthenticated"`
 	MaxProviders       int                        `json:"maxProviders"`
@@ -185,6 +187,7 @@ func (s *Server) status(params json.RawMessage) (any, error) {
 		Providers:          make(map[string]int),
 		Services:           make(map[string]json.RawMessage),
 		Journal:            s.journalStatus(),
+		Activity:           s.activityStatus(),
 		MaxSockets:         s.cfg.MaxConnections,
 		MaxUnauthenticated: s.cfg.MaxUnauthenticated,
 		MaxProviders:       s.cfg.MaxProviders,

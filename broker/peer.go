@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/admission"
+	"github.com/dsh-browser/broker/internal/ownersock"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/wire"
@@ -44,6 +45,9 @@ type peer struct {
 
 	mu       sync.Mutex // serializes hello; guards attempts
 	attempts int        // requests before the welcome
+
+	since    time.Time    // when the hello succeeded; set before state is published
+	admitted atomic.Int64 // a client's admission time (Unix ns), 0 while not admitted
 
 	// state is published once, when the hello succeeds, and never changes.
 	state atomic.Pointer[welcomed]
@@ -80,6 +84,7 @@ func (p *peer) run() {
 	p.handshake.Stop()
 	p.s.unregister(p)
 	if w := p.state.Load(); w != nil {
+		p.s.ownerChanged(topicClients)
 		switch w.hello.Role {
 		case wire.RoleProvider:
 			w.svc.Gone(p)
@@ -180,6 +185,9 @@ func (p *peer) beforeWelcome(req *rpc.Request) (any, error) {
 // fromProvider serves a request a provider sent: only its kind's provider
 // methods.
 func (p *peer) fromProvider(ctx context.Context, w *welcomed, req *rpc.Request) (any, error) {
+	if h, ok := p.s.ownerMethods()[req.Method]; ok {
+		return p.fromOwner(ctx, w, req.Method, h, req.Params)
+	}
 	h, ok := w.svc.ProviderMethods()[req.Method]
 	if !ok {
 		p.s.refuse("provider called a method its kind does not offer", "conn", p.id, "method", req.Method)
@@ -274,9 +282,14 @@ func (p *peer) handleHello(req *rpc.Request) (any, error) {
 	if h.Role == wire.RoleClient && p.s.cfg.Admission == AdmissionPrompt {
 		w.adm = admission.New()
 	}
+	p.since = time.Now()
+	if h.Role == wire.RoleClient && w.adm == nil {
+		p.admitted.Store(p.since.UnixNano()) // its token admits it
+	}
 	p.state.Store(w)
 	p.handshake.Stop()
 	p.s.authenticated(p)
+	p.s.ownerChanged(topicClients)
 	req.OnReply(func() {
 		// With the welcome queued, the peer may use what it offers.
 		if slices.Contains(h.Capabilities, wire.CapOrderedIDs) {
@@ -341,7 +354,7 @@ func (s *Server) negotiate(p *peer, w *welcomed) wire.Code {
 // ownerExecutable reports whether process pid runs one of the owner's
 // executables.
 func (s *Server) ownerExecutable(pid int) bool {
-	exe, err := processExecutable(pid)
+	exe, err := ownersock.ProcessExecutable(pid)
 	if err != nil {
 		s.log.Debug("cannot read a provider's executable", "pid", pid, "err", err)
 		return false
@@ -385,6 +398,7 @@ func (s *Server) ready(p *peer) {
 	close(s.providerJoined)
 	s.providerJoined = make(chan struct{})
 	s.mu.Unlock()
+	s.ownerChanged(topicClients)
 	p.state.Load().svc.Joined(p)
 }
 

@@ -56,7 +56,10 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/dsh-browser/broker/activity"
+	"github.com/dsh-browser/broker/internal/ownersock"
 	"github.com/dsh-browser/broker/internal/paths"
+	"github.com/dsh-browser/broker/internal/refusal"
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
@@ -114,7 +117,7 @@ func (cfg *Config) validate() error {
 	if cfg.SocketPath == "" {
 		cfg.SocketPath = filepath.Join(cfg.RuntimeDir, paths.SocketName)
 	}
-	if len(cfg.SocketPath) > 107 {
+	if len(cfg.SocketPath) > ownersock.MaxPath {
 		return fmt.Errorf("socket path %s is %d bytes; Unix sockets allow 107: choose a shorter --runtime-dir", cfg.SocketPath, len(cfg.SocketPath))
 	}
 	if cfg.MaxConnections <= 0 {
@@ -151,6 +154,10 @@ type Server struct {
 	started time.Time
 	shed    rateLimited // warns about shed sockets at most once a minute
 
+	activity *activity.Log // the owner's activity log, nil without a state directory
+	owner    ownerEvents   // owner.changed to the consoles
+	refusals refusal.Log
+
 	services []service.Service
 	kinds    map[string]service.Service // by kind name
 	methods  map[string]route           // client methods of every service, and broker.*
@@ -173,13 +180,13 @@ type Server struct {
 // and refuses actions with JOURNAL_UNAVAILABLE, and says why in the log and
 // in broker status.
 func New(cfg Config) (*Server, error) {
-	if err := checkPlatform(); err != nil {
+	if err := ownersock.Supported(); err != nil {
 		return nil, err
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := ensurePrivateDir(cfg.RuntimeDir); err != nil {
+	if err := ownersock.EnsurePrivateDir(cfg.RuntimeDir); err != nil {
 		return nil, err
 	}
 	token, err := loadOrCreateToken(paths.Token(cfg.RuntimeDir))
@@ -191,14 +198,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		lock:    lock,
-		token:   token,
-		started: time.Now(),
-		kinds:   make(map[string]service.Service),
-		peers:   make(map[*peer]struct{}),
-		unauth:  make(map[*peer]struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		refusals: refusal.New(cfg.Logger, false, refusal.EnvBroker),
+		lock:     lock,
+		token:    token,
+		started:  time.Now(),
+		kinds:    make(map[string]service.Service),
+		peers:    make(map[*peer]struct{}),
+		unauth:   make(map[*peer]struct{}),
 
 		providerJoined: make(chan struct{}),
 	}
@@ -213,6 +221,8 @@ func New(cfg Config) (*Server, error) {
 		if p := s.journal.Err(); p != nil {
 			s.log.Error("the action journal is unavailable: actions are refused until it is fixed", "reason", p.Reason, "fix", p.Fix)
 		}
+		s.activity = activity.Open(filepath.Join(cfg.StateDir, activity.FileName),
+			activity.Options{Logger: cfg.Logger, OnChange: func() { s.ownerChanged(topicLog) }})
 	}
 	if err := s.bind(cfg.Services); err != nil {
 		s.close()
@@ -225,6 +235,7 @@ func New(cfg Config) (*Server, error) {
 // client methods, refusing a kind or a method name registered twice.
 func (s *Server) bind(regs []service.Register) error {
 	s.methods = brokerMethods()
+	s.methods[wire.BrokerConsole] = route{Method: service.Method{Handle: s.openConsole}}
 	s.caps = []string{wire.CapOrderedIDs}
 	if s.cfg.Admission == AdmissionPrompt {
 		s.caps = append(s.caps, wire.CapAdmission)
@@ -263,25 +274,38 @@ func (s *Server) close() {
 	if s.journal != nil {
 		s.journal.Close()
 	}
+	if s.activity != nil {
+		s.activity.Close()
+	}
 	s.lock.Close()
 }
 
 // Serve accepts connections until ctx is cancelled, then shuts down: it
 // closes the listener, closes every connection (their pending work is
-// cancelled) and waits for them. It returns nil after a clean shutdown.
-func (s *Server) Serve(ctx context.Context) error {
+// cancelled) and waits for them and for the services' runners
+// (service.Runner). It returns nil after a clean shutdown, and a runner's
+// error if one failed.
+func (s *Server) Serve(parent context.Context) error {
 	defer s.close()
+	// A service's Runner that fails stops the broker with its error.
+	ctx, stopAll := context.WithCancelCause(parent)
+	defer stopAll(nil)
 	if s.journal != nil {
 		jctx, stop := context.WithCancel(ctx)
 		defer stop()
 		go s.journal.Run(jctx) // hourly compaction
+	}
+	if s.activity != nil {
+		actx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.activity.Run(actx) // drops entries past their age hourly
 	}
 
 	ln := s.cfg.Listener
 	ownSocket := ln == nil
 	if ownSocket {
 		var err error
-		if ln, err = listenUnix(s.cfg.SocketPath); err != nil {
+		if ln, err = ownersock.Listen(s.cfg.SocketPath); err != nil {
 			return err
 		}
 	}
@@ -290,6 +314,7 @@ func (s *Server) Serve(ctx context.Context) error {
 
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	runners := s.startRunners(ctx, stopAll)
 	acceptErr := s.acceptLoop(ctx, ln)
 
 	daemon.SdNotify(false, daemon.SdNotifyStopping)
@@ -304,10 +329,35 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	s.conns.Wait()
-	if ctx.Err() != nil {
+	stopAll(nil)
+	runners.Wait()
+	if err := context.Cause(ctx); parent.Err() == nil && err != nil && !errors.Is(err, context.Canceled) {
+		return err // a Runner failed
+	}
+	if parent.Err() != nil {
 		return nil
 	}
 	return acceptErr
+}
+
+// startRunners starts the Run of every service that has one (see
+// service.Runner). One that fails cancels ctx with its error.
+func (s *Server) startRunners(ctx context.Context, fail context.CancelCauseFunc) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for _, svc := range s.services {
+		r, ok := svc.(service.Runner)
+		if !ok {
+			continue
+		}
+		kind := svc.Kind().Name
+		wg.Go(func() {
+			if err := r.Run(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("a provider kind's service failed; stopping", "kind", kind, "err", err)
+				fail(fmt.Errorf("the %s service: %w", kind, err))
+			}
+		})
+	}
+	return &wg
 }
 
 func (s *Server) acceptLoop(ctx context.Context, ln net.Listener) error {
@@ -341,7 +391,7 @@ func (s *Server) admit(c net.Conn) {
 		c.Close()
 		return
 	}
-	uid, pid, err := peerCred(c)
+	uid, pid, err := ownersock.PeerCred(c)
 	if err != nil || uid != os.Getuid() {
 		s.sockets.Add(-1)
 		s.refuse("peer is another user", "uid", uid, "pid", pid, "err", err)
@@ -423,16 +473,10 @@ func (s *Server) authenticated(p *peer) {
 	s.mu.Unlock()
 }
 
-// refuse logs a refused connection or request. Refusals are generic on the
-// wire; their reasons go to the log at debug level, or to stderr when
+// refuse logs a refused connection or request (package refusal): generic
+// on the wire, its reason at debug level, or at warn level with
 // DSH_TRACE_REFUSALS=1.
-func (s *Server) refuse(reason string, args ...any) {
-	if os.Getenv("DSH_TRACE_REFUSALS") == "1" {
-		s.log.Warn("refused: "+reason, args...)
-		return
-	}
-	s.log.Debug("refused: "+reason, args...)
-}
+func (s *Server) refuse(reason string, args ...any) { s.refusals.Refuse(reason, args...) }
 
 // shedding logs sockets closed to protect the caps: at warn level (the
 // owner should know the broker is under pressure), at most once a minute

@@ -12,6 +12,9 @@ const (
 	MaxActionTimeout     = 30 * time.Second
 	MaxActionText        = 10_000
 	MaxExpectedText      = 2_000
+	MaxURL               = 8_192  // navigate's url and a url expectation, UTF-16 units
+	MaxScrollDelta       = 10_000 // |deltaX|, |deltaY| of scroll and wheel, CSS pixels
+	MaxOptionLabel       = MaxNameLength
 )
 
 // NamedKeys are the keys press accepts.
@@ -21,21 +24,74 @@ var NamedKeys = map[string]bool{
 	"Home": true, "End": true, "PageUp": true, "PageDown": true, "Backspace": true, "Delete": true,
 }
 
-// Action is one input: click, fill, type, append or press.
+// Action kinds. All but type and select are the reference's; type inserts
+// at the caret, and select (capability [CapSelectOption]) chooses an option
+// of a <select>, which the reference cannot do.
+const (
+	ActCheck    = "check"
+	ActClick    = "click"
+	ActFill     = "fill"
+	ActType     = "type"
+	ActAppend   = "append"
+	ActPress    = "press"
+	ActScroll   = "scroll"
+	ActWheel    = "wheel"
+	ActNavigate = "navigate"
+	ActSelect   = "select"
+)
+
+// Expectation kinds.
+const (
+	ExpectValue = "value"
+	ExpectURL   = "url"
+	ExpectText  = "text"
+	ExpectState = "state"
+)
+
+// ElementStates are the predicates of a state expectation.
+var ElementStates = []string{"attached", "detached", "visible", "hidden", "enabled", "disabled", "checked", "unchecked"}
+
+// Action is one input. Which fields go with which kind is in [ParseAct]
+// and, for clients, in the published schema (one shape per kind):
+//
+//	check    {ref, checked}          checkbox, switch, or a native radio with checked:true
+//	click    {ref}
+//	fill     {ref, text}             replace the value of a field or editing host
+//	type     {ref, text}             insert at the caret
+//	append   {ref, text}             add to the end of the value
+//	press    {ref, key, shift?}      one named key
+//	scroll   {ref?, deltaX, deltaY}  the document, or exactly the element
+//	wheel    {ref, deltaX, deltaY}   one wheel sample at a verified point
+//	navigate {url}                   a credential-free HTTP(S) URL
+//	select   {ref, option}           the option of a <select> labelled option
 type Action struct {
-	Kind     string    `json:"kind" enum:"click,fill,type,append,press"`
-	Ref      string    `json:"ref" len:"1,128"`
-	Text     *string   `json:"text,omitempty" len:",10000"`                                                                                                  // fill, type, append
-	Key      string    `json:"key,omitempty" enum:"Enter,Tab,Escape,Space,ArrowUp,ArrowDown,ArrowLeft,ArrowRight,Home,End,PageUp,PageDown,Backspace,Delete"` // press
-	Shift    *bool     `json:"shift,omitempty"`                                                                                                              // press
+	Kind     string    `json:"kind"`
+	Ref      string    `json:"ref,omitempty"`
+	Text     *string   `json:"text,omitempty"`
+	Key      string    `json:"key,omitempty"`
+	Shift    *bool     `json:"shift,omitempty"`
+	Checked  *bool     `json:"checked,omitempty"`
+	DeltaX   *int      `json:"deltaX,omitempty"`
+	DeltaY   *int      `json:"deltaY,omitempty"`
+	URL      string    `json:"url,omitempty"`
+	Option   *string   `json:"option,omitempty"`
 	Expected *Expected `json:"expected,omitempty"`
 }
 
-// Expected is a postcondition checked after the action: the page's text
-// contains Text (whitespace-collapsed).
+// Expected is a postcondition checked after the action:
+//
+//	value {value}       the target element's .value is exactly value (never a password's)
+//	url   {url}         the tab shows exactly url, readyState interactive or complete
+//	text  {text}        the page's text contains text (whitespace-collapsed)
+//	state {ref, state}  the element ref, bound before the input, is in state
+//	                    before and after the result's observation
 type Expected struct {
-	Kind string `json:"kind" enum:"text"`
-	Text string `json:"text" len:"1,2000"`
+	Kind  string  `json:"kind"`
+	Value *string `json:"value,omitempty"`
+	URL   string  `json:"url,omitempty"`
+	Text  string  `json:"text,omitempty"`
+	Ref   string  `json:"ref,omitempty"`
+	State string  `json:"state,omitempty"`
 }
 
 // ActionRequest is the request of browser.act.
@@ -52,13 +108,14 @@ type ActionRequest struct {
 
 // ActionResult is the value of browser.act.
 type ActionResult struct {
-	RequestID     string       `json:"requestId"`
-	Outcome       string       `json:"outcome"`       // succeeded, failed, cancelled, unknown
-	Dispatch      string       `json:"dispatch"`      // notDispatched, dispatched, observed
-	Postcondition string       `json:"postcondition"` // passed, failed, unverified
-	Code          wire.Code    `json:"code,omitempty"`
-	Observation   *Observation `json:"observation,omitempty"`
-	Recovery      *Recovery    `json:"recovery,omitempty"`
+	RequestID     string          `json:"requestId"`
+	Outcome       string          `json:"outcome"`       // succeeded, failed, cancelled, unknown
+	Dispatch      string          `json:"dispatch"`      // notDispatched, dispatched, observed
+	Postcondition string          `json:"postcondition"` // passed, failed, unverified
+	Code          wire.Code       `json:"code,omitempty"`
+	Observation   *Observation    `json:"observation,omitempty"`
+	Scroll        *ScrollEvidence `json:"scroll,omitempty"`
+	Recovery      *Recovery       `json:"recovery,omitempty"`
 }
 
 // ActParams is the params of browser.act.
@@ -70,8 +127,42 @@ type ActParams struct {
 // Recovery describes an earlier execution of a retried action whose result
 // is no longer available: it may have happened, and is never replayed.
 type Recovery struct {
-	State        string    `json:"state"` // reserved: intent recorded, outcome never recorded; settled: completed
-	RecordedAt   time.Time `json:"recordedAt"`
-	Dispatch     string    `json:"dispatch"` // what is known of the input
-	PriorOutcome string    `json:"priorOutcome,omitempty"`
+	State        string `json:"state"`      // reserved: intent recorded, outcome never recorded; settled: completed
+	RecordedAt   int64  `json:"recordedAt"` // ms since the Unix epoch
+	Dispatch     string `json:"dispatch"`   // notDispatched or dispatched: what is known of the input
+	PriorOutcome string `json:"priorOutcome,omitempty"`
+}
+
+// ScrollEvidence is what a scroll did: the target, the request, and the
+// scroll positions before and after (each read until stable).
+type ScrollEvidence struct {
+	Target    ScrollTarget   `json:"target"`
+	Requested ScrollDelta    `json:"requested"`
+	Before    ScrollPosition `json:"before"`
+	After     ScrollPosition `json:"after"`
+	// Moved: either offset changed by more than half a CSS pixel.
+	Moved bool `json:"moved"`
+}
+
+// ScrollTarget is {kind:"document"} or {kind:"element", ref}.
+type ScrollTarget struct {
+	Kind string `json:"kind"`
+	Ref  string `json:"ref,omitempty"`
+}
+
+// ScrollDelta is a scroll's requested movement in CSS pixels.
+type ScrollDelta struct {
+	DeltaX int `json:"deltaX"`
+	DeltaY int `json:"deltaY"`
+}
+
+// ScrollPosition is a scroller's offsets (signed: RTL layouts scroll to
+// negative x) and sizes, in CSS pixels.
+type ScrollPosition struct {
+	X            float64 `json:"x"`
+	Y            float64 `json:"y"`
+	ScrollWidth  float64 `json:"scrollWidth"`
+	ScrollHeight float64 `json:"scrollHeight"`
+	ClientWidth  float64 `json:"clientWidth"`
+	ClientHeight float64 `json:"clientHeight"`
 }

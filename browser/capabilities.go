@@ -18,17 +18,48 @@ const (
 	CapJournalRecovery  = "journal.recovery.v1"
 	CapRuntimeBatch     = "runtime.batch.v1"
 	CapPersonalTabScope = "runtime.personal-tab-scope.v1"
+	CapCheck            = "runtime.check.v1" // check: checkbox, switch
+	CapRadio            = "runtime.radio.v1" // check: a native radio, checked:true
+	CapWheel            = "runtime.wheel.v1" // wheel
+	CapContentEditable  = "runtime.contenteditable-fill.v1"
+	CapAppend           = "runtime.append.v1"
+	CapElementState     = "runtime.element-state.v1"       // state expectations
+	CapFrameSubtree     = "observe.frame-subtree.v1"       // observe with frame and rootRef
+	CapCapturePublish   = "runtime.capture-publication.v1" // capture, then validateLease before publishing
+	CapPageWindows      = "runtime.page.v1"                // readPage
+	CapFrames           = "runtime.frames.v1"              // frames
+	CapObserveFrame     = "observe.frame.v1"               // observe with frame
+	CapFrameClick       = "runtime.frame-click.v1"         // act with frame: click, text expectation
+	CapFrameQuery       = "observe.frame-query.v1"         // observe with frame and query
+	CapFramePage        = "observe.frame-page.v1"          // readPage with frame
 	// CapPersonalMode is offered only by a broker in personal access mode:
 	// the extension then lists every HTTP(S) tab and grants tab-scoped
 	// leases without asking.
 	CapPersonalMode = "broker.personal-mode.v1"
 )
 
+// Capabilities beyond the reference, under our own names.
+const (
+	// CapFrameInputClient: a client that lists it in its hello's
+	// capabilities may fill, type, append and press in a same-origin child
+	// frame, besides the reference's click (runtime.frame-click.v1).
+	CapFrameInputClient = "broker.frame-input.v1"
+	// CapSelectOption: the select action chooses an option of a <select>.
+	CapSelectOption = "broker.select-option.v1"
+	// CapCapturePaint: a capture also hides what paint effects (blur,
+	// drop-shadow, backdrop-filter) carry of a foreign frame outside its
+	// box, and refuses UNSUPPORTED_CAPABILITY where an SVG filter or a
+	// reflection could put its pixels anywhere.
+	CapCapturePaint = "broker.capture-paint-effects.v1"
+)
+
 // Offered lists what the broker offers every peer for the browser kind
 // (CapPersonalMode is added in personal mode).
 func Offered() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
-		CapJournalRecovery, CapRuntimeBatch}
+		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState,
+		CapCapturePublish, CapPageWindows, CapFrames, CapObserveFrame, CapFrameClick, CapFrameQuery, CapFrameSubtree, CapFramePage,
+		CapFrameInputClient, CapSelectOption, CapCapturePaint}
 }
 
 // Provider capabilities: what a browser provider advertises in its hello.
@@ -47,6 +78,15 @@ const (
 	CapCapture    = "capture.v1"       // capture
 	CapFrameRead  = "ax.read-frame.v1" // ax.read and ax.find with a frame
 	CapFrameInput = "input.frame.v1"   // input.click, input.text, input.key with a frame
+	// The fenced reads and inputs of the whole action vocabulary: dom.read
+	// (an element's facts, which every action's checks and every value,
+	// state and checked verification read), and the inputs scroll, wheel,
+	// select and navigate.
+	CapDOMRead     = "dom.read.v1"
+	CapInputScroll = "input.scroll.v1"
+	CapInputWheel  = "input.wheel.v1"
+	CapInputSelect = "input.select.v1"
+	CapNavigate    = "page.navigate.v1"
 )
 
 // MaxProviderAnswer bounds a browser provider's success response in bytes
@@ -58,7 +98,10 @@ const MaxProviderAnswer = 900_000
 // lacking any fails its hello with PROTOCOL_MISMATCH. These are the safety
 // floor the runtime is built on (fencing tokens, lease scopes, bounded AX
 // reads and searches): a provider without them could only be driven
-// through a less safe path, which the broker never falls back to.
+// through a less safe path, which the broker never falls back to. They are
+// the reference extension's, so its hello is accepted; a provider without
+// dom.read.v1 gets no action (UNSUPPORTED_CAPABILITY): every action's
+// checks and verifications read elements with it.
 func Required() []string {
 	return []string{CapLeaseFencing, CapLeaseTabScope, CapAXRead, CapAXFind, CapInputNamedKeys}
 }

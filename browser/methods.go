@@ -34,6 +34,11 @@ const (
 	ProviderInputClick  = "input.click"
 	ProviderInputText   = "input.text"
 	ProviderInputKey    = "input.key"
+	ProviderInputWheel  = "input.wheel"
+	ProviderInputScroll = "input.scroll"
+	ProviderInputSelect = "input.select"
+	ProviderDOMRead     = "dom.read"
+	ProviderNavigate    = "page.navigate"
 	ProviderCDP         = "cdp"
 
 	ProviderEventLeaseRevoked = "lease.revoked"

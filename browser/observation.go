@@ -2,8 +2,10 @@ package browser
 
 import "slices"
 
-// MaxSnapshotSize bounds an observation kept as a cursor's baseline; a
-// larger one is served but not kept.
+// MaxSnapshotSize bounds an observation's JSON (as the reference measures
+// it: UTF-8, no HTML escaping). A larger one is refused QUEUE_FULL, as the
+// reference refuses it; within the budgets of an observation that takes
+// text full of characters JSON escapes.
 const MaxSnapshotSize = 96 << 10
 
 // ObservationDelta is browser.observe's answer to a cursor whose baseline
@@ -111,7 +113,7 @@ type NodeRef struct {
 
 // Scope says what part of the page an observation covers.
 type Scope struct {
-	Kind    string `json:"kind"` // document, query, frame, or subtree (browser.readPage)
+	Kind    string `json:"kind"` // document, subtree, frame or query
 	Query   *Query `json:"query,omitempty"`
 	RootRef string `json:"rootRef,omitempty"`
 	FrameID string `json:"frameId,omitempty"`
@@ -119,7 +121,7 @@ type Scope struct {
 
 // Query is a literal accessible-name search, optionally by role.
 type Query struct {
-	Name string `json:"name" len:"1,1000"`
+	Name string `json:"name" len:"1,1000" text:"nonblank"`
 	Role string `json:"role,omitempty" len:",80" pattern:"^[A-Za-z][A-Za-z0-9]*$"`
 }
 
@@ -143,9 +145,12 @@ type Observation struct {
 
 // ObserveParams is the params of browser.observe.
 type ObserveParams struct {
-	SessionID string         `json:"sessionId" len:"1,256"`
-	LeaseID   string         `json:"leaseId" len:"1,256"`
-	Cursor    string         `json:"cursor,omitempty" len:",128"`
-	Query     *Query         `json:"query,omitempty"`
-	Frame     *FrameSelector `json:"frame,omitempty"`
+	SessionID string `json:"sessionId" len:"1,256"`
+	LeaseID   string `json:"leaseId" len:"1,256"`
+	Cursor    string `json:"cursor,omitempty" len:",128"`
+	// RootRef reads only the element it names and what is inside it (with
+	// Query: searches there); a ref of the frame's document with Frame.
+	RootRef string         `json:"rootRef,omitempty" len:"1,128"`
+	Query   *Query         `json:"query,omitempty"`
+	Frame   *FrameSelector `json:"frame,omitempty"`
 }

@@ -18,7 +18,12 @@ import (
 //	range:"MIN,MAX"    integer bounds
 //	items:"MIN,MAX"    array length
 //	enum:"a,b,c"       allowed strings
+//	const:"v"          the one allowed string (a shape's kind)
 //	pattern:"RE"       a regular expression the string must match
+//	text:"nonblank"    the string holds a character that is not white space
+//
+// A type with several shapes (an Action: one per kind, see shapes.go) is
+// published as oneOf its shapes.
 //
 // The runtime still checks what a schema cannot say (UTF-16 lengths, which
 // fields go with which action kind); the schema is the boundary's first,
@@ -44,22 +49,26 @@ var ParamsTypes = map[string]any{
 // type: the type's shape (unknown properties refused, no nulls) with the
 // bounds of its tags.
 func ParamsSchema(params any) json.RawMessage {
-	t := reflect.TypeOf(params)
+	data, err := json.Marshal(schemaOf(reflect.TypeOf(params)))
+	if err != nil {
+		panic(fmt.Sprintf("browser: schema of %T: %v", params, err))
+	}
+	return data
+}
+
+// schemaOf infers the schema of t and applies its tags.
+func schemaOf(t reflect.Type) *jsonschema.Schema {
 	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{})
 	if err != nil {
 		panic(fmt.Sprintf("browser: schema of %v: %v", t, err))
 	}
 	bound(t, s)
-	data, err := json.Marshal(s)
-	if err != nil {
-		panic(fmt.Sprintf("browser: schema of %v: %v", t, err))
-	}
-	return data
+	return s
 }
 
 // bound applies the tags of struct type t to its schema s, recursively, and
 // turns the nullable types of pointer fields into their plain type (the
-// broker never takes null).
+// broker never takes null). A type with shapes becomes oneOf them.
 func bound(t reflect.Type, s *jsonschema.Schema) {
 	if s == nil {
 		return
@@ -73,6 +82,13 @@ func bound(t reflect.Type, s *jsonschema.Schema) {
 			return
 		}
 		t = t.Elem()
+	}
+	if v, ok := reflect.Zero(t).Interface().(variants); ok {
+		*s = jsonschema.Schema{}
+		for _, shape := range v.variants() {
+			s.OneOf = append(s.OneOf, schemaOf(reflect.TypeOf(shape)))
+		}
+		return
 	}
 	if t.Kind() != reflect.Struct {
 		return
@@ -98,12 +114,33 @@ func bound(t reflect.Type, s *jsonschema.Schema) {
 				p.Enum = append(p.Enum, v)
 			}
 		}
+		if c, ok := f.Tag.Lookup("const"); ok {
+			var v any = c
+			p.Const = &v
+		}
 		if re := f.Tag.Get("pattern"); re != "" {
 			p.Pattern = re
 		}
+		if f.Tag.Get("text") == "nonblank" {
+			p.Pattern = nonblankPattern
+		}
 		bound(f.Type, p)
 	}
+	if pt, ok := reflect.Zero(t).Interface().(patcher); ok {
+		pt.patch(s)
+	}
 }
+
+// nonblankPattern matches a string with a character that is not white
+// space (unicode.IsSpace), written out as literal characters: Go's and
+// JavaScript's \s differ.
+var nonblankPattern = "[^" + spaces + "]"
+
+// spaces are the characters unicode.IsSpace reports (a "-" range among them).
+const spaces = "\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+// Blank reports whether s holds nothing but white space (unicode.IsSpace).
+func Blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // pair parses "MIN,MAX" (either side may be empty).
 func pair(tag string) (lo, hi *int, ok bool) {

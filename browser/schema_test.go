@@ -3,9 +3,11 @@ package browser_test
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -95,17 +97,20 @@ func TestParamsSchemaBounds(t *testing.T) {
 
 // TestKeyEnumIsNamedKeys: the press key enum of the schema is NamedKeys.
 func TestKeyEnumIsNamedKeys(t *testing.T) {
-	var s struct {
-		Properties map[string]struct {
-			Properties map[string]struct {
-				Properties map[string]struct {
-					Enum []string `json:"enum"`
-				} `json:"properties"`
-			} `json:"properties"`
-		} `json:"properties"`
+	type node struct {
+		Properties map[string]*node `json:"properties"`
+		OneOf      []*node          `json:"oneOf"`
+		Const      string           `json:"const"`
+		Enum       []string         `json:"enum"`
 	}
+	var s node
 	json.Unmarshal(browser.ParamsSchema(browser.ActParams{}), &s)
-	got := s.Properties["request"].Properties["action"].Properties["key"].Enum
+	var got []string
+	for _, shape := range s.Properties["request"].Properties["action"].OneOf {
+		if shape.Properties["kind"].Const == browser.ActPress {
+			got = shape.Properties["key"].Enum
+		}
+	}
 	var want []string
 	for k := range browser.NamedKeys {
 		want = append(want, k)
@@ -114,6 +119,30 @@ func TestKeyEnumIsNamedKeys(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("key enum %v, NamedKeys %v", got, want)
+	}
+}
+
+// TestNonblankPattern: the schema's nonblank pattern and Blank agree on
+// every character: only the white space of unicode.IsSpace is blank.
+func TestNonblankPattern(t *testing.T) {
+	var s struct {
+		Properties map[string]struct {
+			Properties map[string]struct {
+				Pattern string `json:"pattern"`
+			} `json:"properties"`
+		} `json:"properties"`
+	}
+	json.Unmarshal(browser.ParamsSchema(browser.ObserveParams{}), &s)
+	re := regexp.MustCompile(s.Properties["query"].Properties["name"].Pattern)
+	// Every white space character is below U+3100; above, a sample.
+	for r := rune(0); r <= 0x10FFFF; r++ {
+		if (r >= 0xD800 && r <= 0xDFFF) || (r > 0x3100 && r%251 != 0) {
+			continue
+		}
+		c := string(r)
+		if re.MatchString(c) == browser.Blank(c) || browser.Blank(c) != unicode.IsSpace(r) {
+			t.Fatalf("U+%04X: pattern matches %v, Blank %v, IsSpace %v", r, re.MatchString(c), browser.Blank(c), unicode.IsSpace(r))
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
@@ -78,8 +79,8 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		Token:      token,
 		JournalKey: opts.JournalKey,
 		// rpc.Conn.Call numbers its requests 1, 2, 3, …; admission codes are
-		// understood (Client.Admission).
-		Capabilities:         []string{wire.CapOrderedIDs, wire.CapAdmission},
+		// understood (Client.Admission); it may act in frames beyond click.
+		Capabilities:         []string{wire.CapOrderedIDs, wire.CapAdmission, browser.CapFrameInputClient},
 		RequiredCapabilities: opts.RequiredCapabilities,
 	}
 	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)

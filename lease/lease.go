@@ -66,6 +66,8 @@ const (
 	ProviderGone Reason = "browser-disconnected"
 	Revoked      Reason = "revoked-in-browser"
 	Expired      Reason = "expired"
+	// Stopped: the owner pressed Stop in the console.
+	Stopped Reason = "stopped-by-owner"
 )
 
 // Ended is called once for every lease that ends, without the manager's lock.

@@ -175,6 +175,61 @@ func TestWithBroker(t *testing.T) {
 		}
 	})
 
+	t.Run("from a URL to a verified form submission", func(t *testing.T) {
+		tab, _ := s.Tab(t, s.Pages.URL("/counter"))
+		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
+		raw, _ := json.Marshal(res.StructuredContent)
+		var l mcpserver.ClaimOutput
+		json.Unmarshal(raw, &l)
+		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
+
+		out, _ := h.call("browser_navigate", map[string]any{"leaseId": l.LeaseID, "url": s.Pages.URL("/fields")}, false)
+		if !strings.Contains(out, "navigate to "+s.Pages.URL("/fields")+": succeeded") || !strings.Contains(out, "Done: the tab shows the URL.") ||
+			!strings.Contains(out, `page "Fields"`) {
+			t.Fatalf("browser_navigate:\n%s", out)
+		}
+		act := func(page string, action map[string]any) string {
+			t.Helper()
+			out, _ := h.call("browser_act", map[string]any{"leaseId": l.LeaseID, "documentEpoch": epoch(t, page), "action": action}, false)
+			return out
+		}
+		out = act(out, map[string]any{"kind": "fill", "ref": ref(t, out, "textbox", "City"), "text": "Lyon"})
+		if !strings.Contains(out, "succeeded") || !strings.Contains(out, "Done: the field holds the text.") {
+			t.Fatalf("fill:\n%s", out)
+		}
+		out = act(out, map[string]any{"kind": "select", "ref": ref(t, out, "combobox", "Color"), "option": "Green", "expected": map[string]any{"value": "g"}})
+		if !strings.Contains(out, `select "Green" in `) || !strings.Contains(out, "Done: the field holds the expected value.") {
+			t.Fatalf("select:\n%s", out)
+		}
+		out = act(out, map[string]any{"kind": "scroll", "deltaX": 0, "deltaY": 200})
+		if !strings.Contains(out, "scroll of the document by (0, 200): from (0, 0) to (0, ") {
+			t.Fatalf("scroll:\n%s", out)
+		}
+		out = act(out, map[string]any{"kind": "click", "ref": ref(t, out, "button", "Send"), "expected": map[string]any{"text": "Sent: Lyon / g"}})
+		if !strings.Contains(out, "Done: the expected text is on the page.") {
+			t.Fatalf("send:\n%s", out)
+		}
+		// A checkbox, and a region read on its own.
+		out, _ = h.call("browser_navigate", map[string]any{"leaseId": l.LeaseID, "url": s.Pages.URL("/controls"), "expectedText": "Controls"}, false)
+		out = act(out, map[string]any{"kind": "check", "ref": ref(t, out, "checkbox", "Newsletter"), "checked": true})
+		if !strings.Contains(out, "Done: the control is in the requested state.") || !strings.Contains(out, `checkbox "Newsletter" [ref=`) {
+			t.Fatalf("check:\n%s", out)
+		}
+		size := regexp.MustCompile(`group "Size" \[ref=(r[0-9a-f]+)\]`).FindStringSubmatch(out)
+		if size == nil {
+			t.Fatalf("no Size group in:\n%s", out)
+		}
+		region, _ := h.call("browser_observe", map[string]any{"leaseId": l.LeaseID, "rootRef": size[1]}, false)
+		if !strings.Contains(region, `radio "Large"`) || strings.Contains(region, "Newsletter") {
+			t.Fatalf("observe the Size group:\n%s", region)
+		}
+		// A navigation the lease's scope does not allow is refused with the reason.
+		out, _ = h.call("browser_navigate", map[string]any{"leaseId": l.LeaseID, "url": "file:///etc/passwd"}, false)
+		if !strings.Contains(out, "Nothing was done. POLICY_DENIED") {
+			t.Fatalf("navigate to a file:\n%s", out)
+		}
+	})
+
 	t.Run("batch approved through elicitation", func(t *testing.T) {
 		obs, _ := h.call("browser_observe", map[string]any{"leaseId": leaseID}, false)
 		args := map[string]any{"leaseId": leaseID, "documentEpoch": epoch(t, obs), "steps": []any{

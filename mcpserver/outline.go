@@ -14,7 +14,7 @@ import (
 //
 //	page "DSH demo" http://127.0.0.1:8080/form  (truncated)
 //	leaseId=L… documentEpoch=F…:L…
-//	- region main "Greeting"
+//	- region main "Greeting" [ref=r…]
 //	- textbox "Your name" [ref=r0123456789abcdef] value="Ada"
 //	- checkbox "Send me updates" [ref=r…] checked=false
 //	- button "Greet" [ref=r…]
@@ -23,7 +23,8 @@ import (
 //	  Hello, Ada!
 //
 // Elements come first, in document order: controls with the ref to act on
-// and their state, and named regions (not actionable, so without a ref).
+// and their state, and named regions with theirs (a region's ref is a
+// rootRef, and a scroll or wheel target; nothing else acts on it).
 // Then the page's text fragments, one per line with whitespace collapsed;
 // a fragment that only repeats the name of an element listed above is left
 // out. The second line carries the two values browser_act needs besides a
@@ -84,11 +85,8 @@ func writeOutline(b *strings.Builder, o *browser.Observation, leaseID string) {
 // inherentlyEditable roles need no "editable" mark.
 var inherentlyEditable = map[string]bool{"textbox": true, "searchbox": true, "combobox": true, "spinbutton": true}
 
-func writeNode(b *strings.Builder, n *browser.NodeRef) { writeNodeRef(b, n, false) }
-
-// writeNodeRef writes one element; regionRef gives regions their ref too
-// (a browser_read_page rootRef).
-func writeNodeRef(b *strings.Builder, n *browser.NodeRef, regionRef bool) {
+// writeNode writes one element.
+func writeNode(b *strings.Builder, n *browser.NodeRef) {
 	b.WriteString("- ")
 	if n.Kind == "region" && n.Role != "region" {
 		b.WriteString("region ")
@@ -98,9 +96,7 @@ func writeNodeRef(b *strings.Builder, n *browser.NodeRef, regionRef bool) {
 		b.WriteByte(' ')
 		b.WriteString(strconv.Quote(n.Name))
 	}
-	if n.Kind != "region" || regionRef {
-		fmt.Fprintf(b, " [ref=%s]", n.ID)
-	}
+	fmt.Fprintf(b, " [ref=%s]", n.ID)
 	if n.Value != nil {
 		fmt.Fprintf(b, " value=%s", strconv.Quote(*n.Value))
 	}
@@ -145,7 +141,7 @@ func RenderWindow(w *browser.PageWindow, leaseID string) string {
 	names := make(map[string]bool, len(w.Nodes))
 	for i := range w.Nodes {
 		names[collapse(w.Nodes[i].Name)] = true
-		writeNodeRef(&b, &w.Nodes[i], true)
+		writeNode(&b, &w.Nodes[i])
 	}
 	wroteText := false
 	for _, t := range w.Text {
@@ -182,9 +178,13 @@ func RenderWindow(w *browser.PageWindow, leaseID string) string {
 func RenderAction(res *browser.ActionResult, a *browser.Action, leaseID string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\n", describeAction(a, nil), statusLine(res))
-	if s := explain(res); s != "" {
+	if s := explainAction(res, a); s != "" {
 		b.WriteString(s)
 		b.WriteByte('\n')
+	}
+	if e := res.Scroll; e != nil {
+		fmt.Fprintf(&b, "scroll of the %s by (%d, %d): from (%g, %g) to (%g, %g), %s\n", e.Target.Kind, e.Requested.DeltaX, e.Requested.DeltaY,
+			e.Before.X, e.Before.Y, e.After.X, e.After.Y, map[bool]string{true: "moved", false: "did not move (nothing left to scroll that way?)"}[e.Moved])
 	}
 	fmt.Fprintf(&b, "requestId=%s\n", res.RequestID)
 	writeObservation(&b, res.Observation, leaseID)
@@ -246,6 +246,57 @@ func statusLine(r *browser.ActionResult) string {
 		s += ", code " + string(r.Code)
 	}
 	return s + ")"
+}
+
+// explainAction is explain for one action, saying what was verified.
+func explainAction(r *browser.ActionResult, a *browser.Action) string {
+	if r.Code != "" || a == nil {
+		return explain(r)
+	}
+	switch {
+	case r.Outcome == "succeeded" && r.Dispatch == "notDispatched":
+		return "Nothing needed doing: it was already so (verified, no input sent)."
+	case r.Outcome == "succeeded":
+		return "Done: " + verified(a, true) + "."
+	case r.Outcome == "failed" && r.Postcondition == "failed":
+		return "The input was sent but " + verified(a, false) + " in time: look at the page below before trying anything else."
+	}
+	return explain(r)
+}
+
+// verified says what an action's success shows (ok), or what did not
+// come.
+func verified(a *browser.Action, ok bool) string {
+	say := func(yes, no string) string {
+		if ok {
+			return yes
+		}
+		return no
+	}
+	if e := a.Expected; e != nil {
+		switch e.Kind {
+		case browser.ExpectValue:
+			return say("the field holds the expected value", "the field did not hold the expected value")
+		case browser.ExpectURL:
+			return say("the tab shows the expected URL", "the tab did not show the expected URL")
+		case browser.ExpectState:
+			return say("the element is "+e.State, "the element did not become "+e.State)
+		}
+		return say("the expected text is on the page", "the expected text did not appear")
+	}
+	switch a.Kind {
+	case browser.ActCheck:
+		return say("the control is in the requested state", "the control did not take the requested state")
+	case browser.ActSelect:
+		return say("the option is selected", "the option did not stay selected")
+	case browser.ActScroll:
+		return say("it scrolled the way asked", "it did not scroll the way asked")
+	case browser.ActNavigate:
+		return say("the tab shows the URL", "the tab did not show the URL")
+	case browser.ActFill, browser.ActAppend:
+		return say("the field holds the text", "the field did not hold the text")
+	}
+	return say("the expected text is on the page", "the expected text did not appear")
 }
 
 // explain says what an action's result means and what to do next.
@@ -311,6 +362,28 @@ func describeAction(a *browser.Action, labels map[string]string) string {
 			key = "Shift+" + key
 		}
 		return fmt.Sprintf("press %s on %s", key, target)
+	case "check":
+		if a.Checked != nil && !*a.Checked {
+			return "uncheck " + target
+		}
+		return "check " + target
+	case "select":
+		option := ""
+		if a.Option != nil {
+			option = *a.Option
+		}
+		return fmt.Sprintf("select %s in %s", strconv.Quote(clip(option, 60)), target)
+	case "scroll", "wheel":
+		var dx, dy int
+		if a.DeltaX != nil && a.DeltaY != nil {
+			dx, dy = *a.DeltaX, *a.DeltaY
+		}
+		if a.Kind == "scroll" && target == "" {
+			target = "the page"
+		}
+		return fmt.Sprintf("%s %s by (%d, %d)", a.Kind, target, dx, dy)
+	case "navigate":
+		return "navigate to " + clip(a.URL, 200)
 	}
 	return a.Kind + " " + target
 }

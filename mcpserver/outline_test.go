@@ -11,6 +11,7 @@ import (
 )
 
 func sptr(s string) *string { return &s }
+func iptr(n int) *int       { return &n }
 
 // formObservation is what browser.observe answers on /form after filling
 // the name.
@@ -34,7 +35,7 @@ func TestOutline(t *testing.T) {
 	got := Outline(formObservation(), "L1")
 	want := `page "DSH demo" http://127.0.0.1:41234/form
 leaseId=L1 documentEpoch=8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B
-- region main "Greeting"
+- region main "Greeting" [ref=r00000000000000a1]
 - textbox "Your name" [ref=r00000000000000a2] value="Ada"
 - checkbox "Send me updates" [ref=r00000000000000a3] checked=false
 - button "Greet" [ref=r00000000000000a4]
@@ -69,7 +70,7 @@ func TestOutlineStates(t *testing.T) {
 		`- checkbox "Some" [ref=r2] checked=mixed` + "\n",
 		`- generic [ref=r3] value="" editable` + "\n",
 		"- button [ref=r4]\n",
-		"- region \"Group 1\"\n",
+		"- region \"Group 1\" [ref=r5]\n",
 		"(truncated: the page has more than this",
 	} {
 		if !strings.Contains(got, want) {

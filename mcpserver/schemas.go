@@ -2,15 +2,17 @@ package mcpserver
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dsh-browser/broker/browser"
 )
 
-// actionKinds are the action kinds the broker performs.
-var actionKinds = []string{"click", "fill", "type", "append", "press"}
+// actionKinds are the action kinds browser_act offers.
+var actionKinds = []string{"click", "fill", "type", "append", "press", "check", "select", "scroll", "wheel", "navigate"}
+
+// expectationKinds are the kinds of action.expected.
+var expectationKinds = []string{"text", "value", "url", "state"}
 
 // namedKeys are browser.NamedKeys in the order a person lists them.
 var namedKeys = []string{
@@ -68,32 +70,64 @@ func enum(values []string) []any {
 }
 
 // annotateAction describes browser.Action, which carries no schema tags of
-// its own, with the broker's enums and bounds.
+// its own, with the broker's enums and bounds. Which fields go with which
+// kind is said in the descriptions (and checked by checkAction): one shape
+// per kind reads worse to a model than one object.
 func annotateAction(a *jsonschema.Schema) {
+	a.Required = []string{"kind"}
 	kind := prop(a, "kind")
 	kind.Enum = enum(actionKinds)
-	kind.Description = "click; fill: replace the field's value with text; type: insert text at the caret; append: add text at the end of the field's value; press: press key"
+	kind.Description = "click; fill: replace a field's value with text; type: insert text at the caret; append: add text at the end of a field's value; " +
+		"press: press key; check: set a checkbox or switch to checked (or choose a radio button, checked:true); select: choose the option labelled option of a drop-down (select); " +
+		"scroll: scroll the page (no ref) or exactly the element ref by deltaX/deltaY; wheel: one mouse-wheel turn over the element ref; navigate: go to url"
 	ref := prop(a, "ref")
-	ref.Description = "the element's ref, from the latest browser_observe (e.g. r0123456789abcdef)"
+	ref.Description = "the element's ref, from the latest browser_observe (e.g. r0123456789abcdef); every kind but navigate needs one (scroll: omit it to scroll the page)"
 	ref.MinLength, ref.MaxLength = ptr(1), ptr(128)
 	t := prop(a, "text")
-	t.Description = "fill, type and append: the text (up to 10000 characters); not for click or press"
+	t.Description = "fill, type and append: the text (up to 10000 characters); a single-line field takes no line break"
 	t.MaxLength = ptr(browser.MaxActionText)
 	key := prop(a, "key")
 	key.Enum = enum(namedKeys)
 	key.Description = "press: the named key"
 	prop(a, "shift").Description = "press: hold Shift"
+	prop(a, "checked").Description = "check: true to check (choose, for a radio button), false to uncheck"
+	for _, d := range []string{"deltaX", "deltaY"} {
+		p := prop(a, d)
+		p.Description = "scroll and wheel: CSS pixels, positive to the right (deltaX) or down (deltaY); not both 0"
+		p.Minimum, p.Maximum = ptr(float64(-browser.MaxScrollDelta)), ptr(float64(browser.MaxScrollDelta))
+	}
+	u := prop(a, "url")
+	u.Description = "navigate: an http or https URL"
+	u.MinLength, u.MaxLength = ptr(1), ptr(browser.MaxURL)
+	o := prop(a, "option")
+	o.Description = "select: the exact label of the option to choose, as the outline shows it"
+	o.MinLength, o.MaxLength = ptr(1), ptr(browser.MaxOptionLabel)
 	exp := prop(a, "expected")
-	exp.Description = "optional check: text that is on the page once the action has worked; the result says succeeded only when it appears before the deadline"
+	exp.Description = "optional check of the result: {text} text that is on the page once the action has worked; {value} the field's value afterwards; " +
+		"{url} the tab's URL afterwards; {ref, state} an element of this page is then attached, detached, visible, hidden, enabled, disabled, checked or unchecked. " +
+		"The result says succeeded only when it holds before the deadline"
 	ek := prop(exp, "kind")
-	ek.Enum, ek.Default, ek.Description = enum([]string{"text"}), []byte(`"text"`), `always "text"`
-	exp.Required = slices.DeleteFunc(exp.Required, func(s string) bool { return s == "kind" })
+	ek.Enum, ek.Description = enum(expectationKinds), "text, value, url or state; may be left out: it follows from the field given"
+	exp.Required = nil
 	et := prop(exp, "text")
-	et.Description = "the text to wait for (whitespace-insensitive substring of the page's text)"
+	et.Description = "text: the text to wait for (whitespace-insensitive substring of the page's text)"
 	et.MinLength, et.MaxLength = ptr(1), ptr(browser.MaxExpectedText)
+	ev := prop(exp, "value")
+	ev.Description = "value: the exact value the target field holds afterwards (not for check, scroll, wheel, navigate; never of a password)"
+	ev.MaxLength = ptr(browser.MaxActionText)
+	eu := prop(exp, "url")
+	eu.Description = "url: the exact URL the tab shows afterwards"
+	eu.MinLength, eu.MaxLength = ptr(1), ptr(browser.MaxURL)
+	er := prop(exp, "ref")
+	er.Description = "state: the ref of the element to watch, from the same observation (not with navigate)"
+	er.MinLength, er.MaxLength = ptr(1), ptr(128)
+	es := prop(exp, "state")
+	es.Enum, es.Description = enum(browser.ElementStates), "state: what the element must be afterwards"
 }
 
 func annotateObserve(s *jsonschema.Schema) {
+	r := prop(s, "rootRef")
+	r.MinLength, r.MaxLength = ptr(1), ptr(128)
 	q := prop(s, "query")
 	n := prop(q, "name")
 	n.Description = "the exact accessible name, as the outline shows it in quotes (case-sensitive)"
@@ -103,6 +137,15 @@ func annotateObserve(s *jsonschema.Schema) {
 
 func annotateTimeout(t *jsonschema.Schema, max int) {
 	t.Minimum, t.Maximum = ptr(1.0), ptr(float64(max))
+}
+
+func annotateNavigate(s *jsonschema.Schema) {
+	u := prop(s, "url")
+	u.MinLength, u.MaxLength = ptr(1), ptr(browser.MaxURL)
+	annotateTimeout(prop(s, "timeoutMs"), int(browser.MaxActionTimeout.Milliseconds()))
+	prop(s, "requestId").MaxLength = ptr(128)
+	t := prop(s, "expectedText")
+	t.MinLength, t.MaxLength = ptr(1), ptr(browser.MaxExpectedText)
 }
 
 func annotateAct(s *jsonschema.Schema) {

@@ -1,6 +1,7 @@
 // Package mcpserver serves the broker's browser methods as Model Context
 // Protocol tools, so that any MCP host (Claude Desktop, Claude Code, Cursor,
-// VS Code, …) can drive the user's real browser through `broker mcp`.
+// VS Code, …) can drive the user's real browser through `broker mcp` — and
+// the terminals the user shares (`broker term`) through the same server.
 //
 // # Model
 //
@@ -13,6 +14,13 @@
 // called then answers with how to start one.
 //
 // # Tools
+//
+// terminal_list, terminal_snapshot, terminal_request_control,
+// terminal_release_control, terminal_type, terminal_send_key,
+// terminal_interrupt and terminal_proposal_state reach the shared
+// terminals as an agent of the agent socket v2 (RUNTIME/conn.sock), the
+// same public contract as any agent client; the person admits this server
+// there in the bar of their terminal.
 //
 // browser_list, browser_claim, browser_observe, browser_act, browser_batch,
 // browser_frames, browser_screenshot and browser_handoff follow the
@@ -60,10 +68,11 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	RuntimeDir string // the broker's runtime directory; "" is the default
-	SocketPath string // "" is RUNTIME/broker.sock
-	Version    string // reported to MCP hosts
-	Logger     *slog.Logger
+	RuntimeDir  string // the broker's runtime directory; "" is the default
+	SocketPath  string // "" is RUNTIME/broker.sock
+	AgentSocket string // the shared terminals' agent socket; "" is $CONN_SOCKET, else RUNTIME/conn.sock
+	Version     string // reported to MCP hosts
+	Logger      *slog.Logger
 	// NameProcess renames the process after the MCP host (e.g. "mcp
 	// claude-code") before it dials the broker, which shows the process
 	// name in the user's approval window. Only for a process of its own.
@@ -86,6 +95,7 @@ type Server struct {
 	log        *slog.Logger
 	journalKey string
 	mcp        *mcp.Server
+	terms      *terminals // the shared terminals (terminal.go)
 
 	dialMu sync.Mutex // serialises dialing; lock order: dialMu, then mu
 	mu     sync.Mutex
@@ -154,8 +164,10 @@ func New(opts Options) *Server {
 			go s.offerSampling(context.Background(), req.Session)
 		},
 	})
+	s.terms = &terminals{s: s}
 	s.addTools()
 	s.addAppTools()
+	s.addTerminalTools()
 	return s
 }
 
@@ -163,7 +175,8 @@ const instructions = `Drive the user's real web browser (Chrome with the DSH ext
 Workflow: browser_list (browsers, then tabs) → browser_claim a tab (the user may have to approve) → browser_observe → browser_act (or browser_batch) with refs and the documentEpoch from the latest observation → observe again as needed → browser_handoff when done.
 browser_screenshot shows how the page looks (cross-origin frames painted black); it is for looking only: act with refs from browser_observe, never with coordinates. browser_frames lists the page's frames and their origins (metadata only).
 The user sees an ON badge on a tab under control and can press Stop at any time.
-Snug apps: app_write a small single-file app for the user (its frames are described there), app_open it in their browser, app_source and app_save_version to change it, app_versions and app_revert to undo.`
+Snug apps: app_write a small single-file app for the user (its frames are described there), app_open it in their browser, app_source and app_save_version to change it, app_versions and app_revert to undo.
+The terminal_* tools work in the terminals the user shares with you (each runs ` + "`broker term`" + `): terminal_list → terminal_snapshot → terminal_request_control (the user grants it) → terminal_type → terminal_send_key Enter (in co-pilot mode the user accepts each command first) → terminal_snapshot to read the output → terminal_release_control when done. The user takes control back whenever they type.`
 
 // Serve runs one MCP session over t until the peer disconnects or ctx ends,
 // then releases the session's leases. For stdio, t is an [mcp.IOTransport]
@@ -186,8 +199,10 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	return err
 }
 
-// Close closes the broker connection: the broker ends every lease of it.
+// Close closes the broker connection (the broker ends every lease of it)
+// and the agent socket connection (its terminal control ends).
 func (s *Server) Close() error {
+	s.terms.close()
 	s.mu.Lock()
 	c := s.conn
 	s.conn = nil

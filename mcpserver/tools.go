@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +30,7 @@ type (
 	}
 	ObserveInput struct {
 		LeaseID string                 `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+		RootRef string                 `json:"rootRef,omitempty" jsonschema:"read only this region or element and what is inside it (with query: search only there): a ref from the latest browser_observe"`
 		Query   *browser.Query         `json:"query,omitempty" jsonschema:"find elements by exact accessible name (case-sensitive) instead of reading the whole page; use it on big or truncated pages"`
 		Frame   *browser.FrameSelector `json:"frame,omitempty" jsonschema:"read a same-origin child frame instead of the page (with query: search it): its frameId and documentEpoch from browser_frames"`
 	}
@@ -38,6 +41,13 @@ type (
 		RequestID     string                 `json:"requestId,omitempty" jsonschema:"identifies this action; omit it for a new action (one is generated and shown in the result); pass the same one again only to retry an action whose result you did not get"`
 		TimeoutMs     *int                   `json:"timeoutMs,omitempty" jsonschema:"give up after this many milliseconds (default 10000)"`
 		Frame         *browser.FrameSelector `json:"frame,omitempty" jsonschema:"act inside a same-origin child frame: the frame's frameId and documentEpoch, as in the browser_observe frame call the ref came from (documentEpoch above is then the frame's too)"`
+	}
+	NavigateInput struct {
+		LeaseID      string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
+		URL          string `json:"url" jsonschema:"the http or https URL to open in the leased tab"`
+		ExpectedText string `json:"expectedText,omitempty" jsonschema:"text the new page shows once loaded; without it the result is verified by the tab showing the URL"`
+		RequestID    string `json:"requestId,omitempty" jsonschema:"as for browser_act: omit it for a new navigation, reuse it only to retry one whose result you did not get"`
+		TimeoutMs    *int   `json:"timeoutMs,omitempty" jsonschema:"give up waiting for the page after this many milliseconds (default 10000)"`
 	}
 	BatchInput struct {
 		LeaseID       string              `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
@@ -106,22 +116,32 @@ func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "browser_observe",
 		Title: "Read the page",
-		Description: "Read the leased tab as a compact outline: its controls with the ref to act on and their state (value, checked, disabled), named regions, and the page's text. " +
+		Description: "Read the leased tab as a compact outline: its controls with the ref to act on and their state (value, checked, disabled), named regions (their refs read one region with rootRef, or scroll it), and the page's text. " +
 			"The second line gives the leaseId and documentEpoch to pass to browser_act with a ref. Refs and the documentEpoch belong to this document: after a navigation, or when an action answers STALE_TARGET, observe again. " +
-			"Long pages are cut (marked truncated): to find one element there, pass query with its exact accessible name (and role); to read all of it, use browser_read_page.",
+			"Long pages are cut (marked truncated): to find one element there, pass query with its exact accessible name (and role), or rootRef to read one region only (with query: search only there); to read all of it, use browser_read_page.",
 		InputSchema: inputSchema[ObserveInput](annotateObserve),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
 	}, s.observe)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "browser_act",
-		Title: "Click, fill, type or press a key",
-		Description: "Do one thing in the leased tab, on an element ref from the latest browser_observe together with its documentEpoch: click; fill (replace a field's value); type (insert at the caret); append (add to the end of a field's value); or press a named key. " +
-			"Give action.expected {kind:\"text\", text} to have the result checked: it says succeeded only once that text is on the page; without it the result says unknown (not verified). " +
+		Title: "Click, fill, check, select, scroll or press a key",
+		Description: "Do one thing in the leased tab, on an element ref from the latest browser_observe together with its documentEpoch: click; fill (replace a field's value); type (insert at the caret); append (add to the end of a field's value); press a named key; " +
+			"check a checkbox or switch, or choose a radio button; select an option of a drop-down by its label; scroll the page or one scrollable element; wheel over an element; navigate to a URL (or use browser_navigate). " +
+			"fill, append, check and select verify the field, box or option they leave; give action.expected ({text}, {value}, {url} or {ref, state}) to have the page checked too: the result says succeeded only when it holds; without a check it says unknown (not verified). " +
 			"The result shows the outcome and the page afterwards, with fresh refs. " +
 			"requestId is optional: when absent one is generated and shown in the result. To retry an action whose result you did not get (timeout, lost connection), call again with the SAME requestId: the broker never performs one requestId twice. A new action needs a new requestId (or none).",
 		InputSchema: inputSchema[ActInput](annotateAct),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
 	}, s.act)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "browser_navigate",
+		Title: "Open a URL in the tab",
+		Description: "Go to an http or https URL in the leased tab and wait until the new page is loaded; the result shows the new page with fresh refs (refs of the old page no longer work). " +
+			"A lease of scope origin may only go to URLs of its own origin (POLICY_DENIED otherwise: claim a tab of the other site); a lease of scope tab may go anywhere on the web. " +
+			"Give expectedText to have the page checked for that text; otherwise it is verified by the tab showing the URL.",
+		InputSchema: inputSchema[NavigateInput](annotateNavigate),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
+	}, s.navigate)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "browser_batch",
 		Title: "Run a short sequence of actions",
@@ -243,6 +263,9 @@ func (s *Server) observe(ctx context.Context, req *mcp.CallToolRequest, in Obser
 	if in.Frame != nil {
 		params["frame"] = in.Frame
 	}
+	if in.RootRef != "" {
+		params["rootRef"] = in.RootRef
+	}
 	var o browser.Observation
 	if err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o); err != nil {
 		return nil, nil, err
@@ -270,6 +293,24 @@ func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput)
 	}
 	se.remember(in.LeaseID, res.Observation)
 	return text(RenderAction(&res, &in.Action, in.LeaseID)), nil, nil
+}
+
+// navigate opens a URL in the leased tab: it reads the tab's current
+// document (the action is fenced by it) and navigates from there.
+func (s *Server) navigate(ctx context.Context, req *mcp.CallToolRequest, in NavigateInput) (*mcp.CallToolResult, any, error) {
+	se := s.session(req.Session)
+	a := browser.Action{Kind: browser.ActNavigate, URL: in.URL}
+	if in.ExpectedText != "" {
+		a.Expected = &browser.Expected{Kind: browser.ExpectText, Text: in.ExpectedText}
+	}
+	if err := checkAction(&a); err != nil {
+		return nil, nil, err
+	}
+	var now browser.Observation
+	if err := s.call(ctx, req.Session, readTimeout, "browser.observe", map[string]any{"sessionId": se.id, "leaseId": in.LeaseID}, &now); err != nil {
+		return nil, nil, err
+	}
+	return s.act(ctx, req, ActInput{LeaseID: in.LeaseID, DocumentEpoch: now.DocumentEpoch, Action: a, RequestID: in.RequestID, TimeoutMs: in.TimeoutMs})
 }
 
 func (s *Server) batch(ctx context.Context, req *mcp.CallToolRequest, in BatchInput) (*mcp.CallToolResult, any, error) {
@@ -403,39 +444,85 @@ func withRequestID(err error, requestID string) error {
 }
 
 // checkAction checks what the schema cannot say: which fields each kind
-// takes. The broker checks again; this only gives a clearer answer.
+// takes, and fills in an expectation's kind from its field. The broker
+// checks again; this only gives a clearer answer.
 func checkAction(a *browser.Action) error {
-	switch a.Kind {
-	case "click":
-		if a.Text != nil || a.Key != "" || a.Shift != nil {
-			return fmt.Errorf("INVALID_REQUEST: a click takes only ref (and expected): remove text, key and shift")
-		}
-	case "fill", "type", "append":
-		if a.Text == nil {
-			return fmt.Errorf("INVALID_REQUEST: %s needs action.text", a.Kind)
-		}
-		if a.Key != "" || a.Shift != nil {
-			return fmt.Errorf("INVALID_REQUEST: %s takes text, not key or shift", a.Kind)
-		}
-	case "press":
-		if !browser.NamedKeys[a.Key] {
-			return fmt.Errorf("INVALID_REQUEST: press needs action.key, one of %s", strings.Join(namedKeys, ", "))
-		}
-		if a.Text != nil {
-			return fmt.Errorf("INVALID_REQUEST: press takes key, not text (to enter text use fill, type or append)")
-		}
-	default:
+	fields := map[string]bool{"ref": a.Ref != "", "text": a.Text != nil, "key": a.Key != "", "shift": a.Shift != nil,
+		"checked": a.Checked != nil, "deltaX": a.DeltaX != nil, "deltaY": a.DeltaY != nil, "url": a.URL != "", "option": a.Option != nil}
+	takes := map[string][]string{
+		"click": {"ref"}, "fill": {"ref", "text"}, "type": {"ref", "text"}, "append": {"ref", "text"}, "press": {"ref", "key", "shift"},
+		"check": {"ref", "checked"}, "select": {"ref", "option"}, "scroll": {"ref", "deltaX", "deltaY"}, "wheel": {"ref", "deltaX", "deltaY"},
+		"navigate": {"url"},
+	}
+	allowed, ok := takes[a.Kind]
+	if !ok {
 		return fmt.Errorf("INVALID_REQUEST: action.kind must be one of %s", strings.Join(actionKinds, ", "))
 	}
-	if a.Ref == "" {
+	for _, f := range slices.Sorted(maps.Keys(fields)) {
+		if fields[f] && !slices.Contains(allowed, f) {
+			return fmt.Errorf("INVALID_REQUEST: %s takes %s, not %s", a.Kind, strings.Join(allowed, ", "), f)
+		}
+	}
+	need := func(f, what string) error {
+		if !fields[f] {
+			return fmt.Errorf("INVALID_REQUEST: %s needs action.%s: %s", a.Kind, f, what)
+		}
+		return nil
+	}
+	var err error
+	switch a.Kind {
+	case "fill", "type", "append":
+		err = need("text", "the text")
+	case "press":
+		if !browser.NamedKeys[a.Key] {
+			err = fmt.Errorf("INVALID_REQUEST: press needs action.key, one of %s", strings.Join(namedKeys, ", "))
+		}
+	case "check":
+		err = need("checked", "true to check, false to uncheck")
+	case "select":
+		err = need("option", "the label of the option")
+	case "scroll", "wheel":
+		if err = need("deltaX", "CSS pixels (0 for none)"); err == nil {
+			err = need("deltaY", "CSS pixels (0 for none)")
+		}
+		if err == nil && *a.DeltaX == 0 && *a.DeltaY == 0 {
+			err = fmt.Errorf("INVALID_REQUEST: %s needs deltaX or deltaY other than 0", a.Kind)
+		}
+	case "navigate":
+		err = need("url", "an http or https URL")
+	}
+	if err != nil {
+		return err
+	}
+	if a.Ref == "" && a.Kind != "navigate" && a.Kind != "scroll" {
 		return fmt.Errorf("INVALID_REQUEST: action.ref is required: a ref from browser_observe")
 	}
 	if e := a.Expected; e != nil {
 		if e.Kind == "" {
-			e.Kind = "text"
+			switch {
+			case e.Value != nil:
+				e.Kind = browser.ExpectValue
+			case e.URL != "":
+				e.Kind = browser.ExpectURL
+			case e.State != "" || e.Ref != "":
+				e.Kind = browser.ExpectState
+			default:
+				e.Kind = browser.ExpectText
+			}
 		}
-		if e.Kind != "text" || strings.TrimSpace(e.Text) == "" {
+		switch {
+		case !slices.Contains(expectationKinds, e.Kind):
+			return fmt.Errorf("INVALID_REQUEST: action.expected.kind must be one of %s", strings.Join(expectationKinds, ", "))
+		case !browser.ExpectationAllowed(a.Kind, e.Kind):
+			return fmt.Errorf("INVALID_REQUEST: %s cannot be checked by %s (only text or url after navigate; no value after check, scroll or wheel)", a.Kind, e.Kind)
+		case e.Kind == browser.ExpectText && browser.Blank(e.Text):
 			return fmt.Errorf("INVALID_REQUEST: action.expected is {kind:\"text\", text:\"…\"} with a non-empty text")
+		case e.Kind == browser.ExpectValue && e.Value == nil:
+			return fmt.Errorf("INVALID_REQUEST: action.expected {kind:\"value\"} needs value")
+		case e.Kind == browser.ExpectURL && e.URL == "":
+			return fmt.Errorf("INVALID_REQUEST: action.expected {kind:\"url\"} needs url")
+		case e.Kind == browser.ExpectState && (e.Ref == "" || !slices.Contains(browser.ElementStates, e.State)):
+			return fmt.Errorf("INVALID_REQUEST: action.expected {kind:\"state\"} needs ref and state, one of %s", strings.Join(browser.ElementStates, ", "))
 		}
 	}
 	return nil

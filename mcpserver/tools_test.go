@@ -26,17 +26,30 @@ func TestCheckAction(t *testing.T) {
 		err  string // "" for valid
 	}{
 		{"click", browser.Action{Kind: "click", Ref: "r1"}, ""},
-		{"click with text", browser.Action{Kind: "click", Ref: "r1", Text: sptr("x")}, "a click takes only ref"},
+		{"click with text", browser.Action{Kind: "click", Ref: "r1", Text: sptr("x")}, "click takes ref, not text"},
 		{"fill", browser.Action{Kind: "fill", Ref: "r1", Text: sptr("")}, ""},
 		{"fill without text", browser.Action{Kind: "fill", Ref: "r1"}, "fill needs action.text"},
-		{"append with key", browser.Action{Kind: "append", Ref: "r1", Text: sptr("x"), Key: "Enter"}, "append takes text, not key"},
+		{"append with key", browser.Action{Kind: "append", Ref: "r1", Text: sptr("x"), Key: "Enter"}, "append takes ref, text, not key"},
 		{"press", browser.Action{Kind: "press", Ref: "r1", Key: "Enter", Shift: &shift}, ""},
 		{"press unknown key", browser.Action{Kind: "press", Ref: "r1", Key: "F5"}, "press needs action.key, one of Enter, Tab"},
-		{"press with text", browser.Action{Kind: "press", Ref: "r1", Key: "Enter", Text: sptr("x")}, "press takes key, not text"},
-		{"unknown kind", browser.Action{Kind: "hover", Ref: "r1"}, "action.kind must be one of click, fill, type, append, press"},
+		{"press with text", browser.Action{Kind: "press", Ref: "r1", Key: "Enter", Text: sptr("x")}, "press takes ref, key, shift, not text"},
+		{"check", browser.Action{Kind: "check", Ref: "r1", Checked: &shift}, ""},
+		{"check without checked", browser.Action{Kind: "check", Ref: "r1"}, "check needs action.checked"},
+		{"select", browser.Action{Kind: "select", Ref: "r1", Option: sptr("Blue")}, ""},
+		{"select without option", browser.Action{Kind: "select", Ref: "r1"}, "select needs action.option"},
+		{"scroll the page", browser.Action{Kind: "scroll", DeltaX: iptr(0), DeltaY: iptr(400)}, ""},
+		{"scroll by nothing", browser.Action{Kind: "scroll", DeltaX: iptr(0), DeltaY: iptr(0)}, "deltaX or deltaY other than 0"},
+		{"scroll without deltaY", browser.Action{Kind: "scroll", DeltaX: iptr(1)}, "scroll needs action.deltaY"},
+		{"wheel without ref", browser.Action{Kind: "wheel", DeltaX: iptr(0), DeltaY: iptr(1)}, "action.ref is required"},
+		{"navigate", browser.Action{Kind: "navigate", URL: "https://a.test/"}, ""},
+		{"navigate with ref", browser.Action{Kind: "navigate", Ref: "r1", URL: "https://a.test/"}, "navigate takes url, not ref"},
+		{"navigate expecting a value", browser.Action{Kind: "navigate", URL: "https://a.test/", Expected: &browser.Expected{Value: sptr("x")}}, "navigate cannot be checked by value"},
+		{"unknown kind", browser.Action{Kind: "hover", Ref: "r1"}, "action.kind must be one of click, fill, type, append, press, check, select, scroll, wheel, navigate"},
 		{"no ref", browser.Action{Kind: "click"}, "action.ref is required"},
 		{"expected without kind", browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Text: "Clicks: 1"}}, ""},
 		{"expected blank", browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Kind: "text", Text: "  "}}, "non-empty text"},
+		{"expected state", browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Ref: "r2", State: "hidden"}}, ""},
+		{"expected state unknown", browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Ref: "r2", State: "gone"}}, "needs ref and state"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkAction(&tc.a)
@@ -48,10 +61,14 @@ func TestCheckAction(t *testing.T) {
 			}
 		})
 	}
-	a := browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Text: "x"}}
-	checkAction(&a)
-	if a.Expected.Kind != "text" {
-		t.Errorf("expected.kind defaults to %q, want text", a.Expected.Kind)
+	for want, e := range map[string]*browser.Expected{
+		"text": {Text: "x"}, "value": {Value: sptr("")}, "url": {URL: "https://a.test/"}, "state": {Ref: "r1", State: "visible"},
+	} {
+		a := browser.Action{Kind: "click", Ref: "r1", Expected: e}
+		checkAction(&a)
+		if a.Expected.Kind != want {
+			t.Errorf("expected.kind of %+v becomes %q, want %s", e, a.Expected.Kind, want)
+		}
 	}
 }
 
@@ -78,13 +95,14 @@ func TestSchemas(t *testing.T) {
 			t.Errorf("%s has no description", tool.Name)
 		}
 	}
-	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"app_list", "app_open", "app_revert", "app_save_version", "app_source", "app_versions", "app_write", "browser_act", "browser_batch", "browser_claim", "browser_frames", "browser_handoff", "browser_list", "browser_observe", "browser_read_page", "browser_screenshot"}) {
+	if got := slices.Sorted(maps.Keys(tools)); !slices.Equal(got, []string{"app_list", "app_open", "app_revert", "app_save_version", "app_source", "app_versions", "app_write", "browser_act", "browser_batch", "browser_claim", "browser_frames", "browser_handoff", "browser_list", "browser_navigate", "browser_observe", "browser_read_page", "browser_screenshot", "terminal_interrupt", "terminal_list", "terminal_proposal_state", "terminal_release_control", "terminal_request_control", "terminal_send_key", "terminal_snapshot", "terminal_type"}) {
 		t.Errorf("tools %v", got)
 	}
 	for name, want := range map[string]struct{ required, optional []string }{
 		"browser_list":       {nil, []string{"instanceId"}},
 		"browser_claim":      {[]string{"instanceId", "tab"}, nil},
-		"browser_observe":    {[]string{"leaseId"}, []string{"frame", "query"}},
+		"browser_observe":    {[]string{"leaseId"}, []string{"frame", "query", "rootRef"}},
+		"browser_navigate":   {[]string{"leaseId", "url"}, []string{"expectedText", "requestId", "timeoutMs"}},
 		"browser_act":        {[]string{"leaseId", "documentEpoch", "action"}, []string{"frame", "requestId", "timeoutMs"}},
 		"browser_batch":      {[]string{"leaseId", "documentEpoch", "steps"}, []string{"requestId", "timeoutMs"}},
 		"browser_frames":     {[]string{"leaseId"}, nil},
@@ -120,7 +138,7 @@ func TestSchemas(t *testing.T) {
 	if got := strs(path(t, action, "properties", "key")["enum"]); !slices.Equal(got, namedKeys) {
 		t.Errorf("keys %v", got)
 	}
-	if got := strs(action["required"]); !slices.Equal(got, []string{"kind", "ref"}) {
+	if got := strs(action["required"]); !slices.Equal(got, []string{"kind"}) {
 		t.Errorf("action required %v", got)
 	}
 	if got := path(t, action, "properties", "text")["type"]; got != "string" {

@@ -60,9 +60,15 @@ func ExtensionModule() []byte {
 		{"CAPTURE", browser.CapCapture},
 		{"FRAME_READ", browser.CapFrameRead},
 		{"FRAME_INPUT", browser.CapFrameInput},
+		{"DOM_READ", browser.CapDOMRead},
+		{"INPUT_SCROLL", browser.CapInputScroll},
+		{"INPUT_WHEEL", browser.CapInputWheel},
+		{"INPUT_SELECT", browser.CapInputSelect},
+		{"PAGE_NAVIGATE", browser.CapNavigate},
 		{"RUNTIME", browser.CapRuntime},
 		{"PERSONAL_MODE", browser.CapPersonalMode},
 		{"ORDERED_IDS", wire.CapOrderedIDs},
+		{"OWNER_CONSOLE", wire.CapOwnerConsole},
 	})
 	object("METHOD", "Provider methods the broker calls.", [][2]any{
 		{"TABS_LIST", browser.ProviderTabsList},
@@ -77,11 +83,23 @@ func ExtensionModule() []byte {
 		{"INPUT_CLICK", browser.ProviderInputClick},
 		{"INPUT_TEXT", browser.ProviderInputText},
 		{"INPUT_KEY", browser.ProviderInputKey},
+		{"INPUT_WHEEL", browser.ProviderInputWheel},
+		{"INPUT_SCROLL", browser.ProviderInputScroll},
+		{"INPUT_SELECT", browser.ProviderInputSelect},
+		{"DOM_READ", browser.ProviderDOMRead},
+		{"PAGE_NAVIGATE", browser.ProviderNavigate},
 		{"CDP", browser.ProviderCDP},
+		{"CONSOLE_OPEN", wire.ConsoleOpen},
 	})
 	object("EVENT", "Provider events the broker handles.", [][2]any{
 		{"LEASE_REVOKED", browser.ProviderEventLeaseRevoked},
 		{"PAGE_CHANGED", browser.ProviderEventPageChanged},
+	})
+	object("OWNER", "The owner's console: requests an owner surface sends the broker, and its event.", [][2]any{
+		{"STATE", wire.OwnerState},
+		{"STOP", wire.OwnerStop},
+		{"LOG", wire.OwnerLog},
+		{"CHANGED", wire.OwnerChanged},
 	})
 	keys := make([]string, 0, len(browser.NamedKeys))
 	for k := range browser.NamedKeys {
@@ -94,6 +112,8 @@ func ExtensionModule() []byte {
 	object("LIMITS", "Limits both sides enforce.", [][2]any{
 		{"MAX_ACTION_TEXT", browser.MaxActionText},
 		{"MAX_NAME_LENGTH", browser.MaxNameLength},
+		{"MAX_URL", browser.MaxURL},
+		{"MAX_SCROLL_DELTA", browser.MaxScrollDelta},
 		{"MAX_SCREENSHOT_DATA", browser.MaxScreenshotData},
 		{"MAX_PROVIDER_ANSWER", browser.MaxProviderAnswer},
 		{"MAX_IN_FLIGHT", rpc.DefaultMaxInFlight},

@@ -41,6 +41,10 @@ type Provider interface {
 	OwnerSurface() bool
 	// Call sends a request to the provider and waits for its answer.
 	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
+	// Notify sends an event to the provider: one-way, queued in order
+	// with the calls made to it. It must not be called from Joined (the
+	// welcome is being queued then).
+	Notify(event string, value any) error
 }
 
 // Client is a connected, welcomed client.
@@ -139,6 +143,15 @@ type Service interface {
 	ClientGone(conn uint64)
 	// Status is the service's section of broker.status.
 	Status() any
+}
+
+// Runner is a service with work of its own for the broker's life, such as
+// serving another socket (the terminal kind's agent socket). The broker
+// starts Run once it listens and cancels ctx when it shuts down, then
+// waits for Run to return. An error from Run before ctx ends stops the
+// broker with that error.
+type Runner interface {
+	Run(ctx context.Context) error
 }
 
 // Register binds a kind's service to the broker it joins; the broker calls

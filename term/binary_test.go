@@ -1,12 +1,9 @@
 package term_test
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,52 +13,35 @@ import (
 
 // `broker term` as a person uses it: started in their terminal, typed
 // into, resized, shared, and exited, after which the terminal is as it
-// was.
+// was. No broker runs (its runtime directory is empty): it is a plain
+// terminal, "local" in the bar.
 func TestBrokerTermBinary(t *testing.T) {
 	bin := filepath.Join(testenv.MustBinaries(t), "broker")
+	sh := termtest.Shell(t)
+	env := append(sh.Env, "DSH_RUNTIME_DIR="+testenv.ShortTempDir(t))
 	tm := termtest.NewTerminal(t, 24, 80)
 	before, err := unix.IoctlGetTermios(int(tm.Slave.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh := termtest.Shell(t)
-	cmd := exec.Command(bin, append([]string{"term", "--"}, sh.Command...)...)
-	cmd.Env, cmd.Dir = sh.Env, sh.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tm.Slave, tm.Slave, tm.Slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
+	p := termtest.StartProcess(t, tm, bin, env, sh.Dir, append([]string{"term", "--"}, sh.Command...)...)
 
-	tm.WaitBar("t1 | private | copilot | control: you")
+	tm.WaitBar("local | private | copilot | control: you")
 	tm.Type("echo typed-$((3*5))\r")
 	tm.WaitText("typed-15\n$")
 
 	tm.Resize(20, 70) // the kernel sends SIGWINCH
 	tm.WaitScreen("the bar on row 20", func(rows []string) bool {
-		return len(rows) == 20 && strings.Contains(rows[19], "t1 | private")
+		return len(rows) == 20 && strings.Contains(rows[19], "local | private")
 	})
 	tm.Type("stty size\r")
 	tm.WaitText("19 70\n$")
 
 	tm.Action('s')
-	tm.WaitBar("t1 | shared with 0")
+	tm.WaitBar("local | shared with 0")
 	tm.Type("exit 7\r")
-	select {
-	case <-exited:
-		ee, ok := waitErr.(*exec.ExitError)
-		if !ok || ee.ExitCode() != 7 {
-			t.Fatalf("broker term ended with %v, want exit status 7", waitErr)
-		}
-	case <-time.After(termtest.Timeout):
-		t.Fatal("broker term did not end with its shell")
+	if code := p.Wait(); code != 7 {
+		t.Fatalf("broker term ended with %d, want the shell's exit status 7", code)
 	}
 	after, err := unix.IoctlGetTermios(int(tm.Slave.Fd()), unix.TCGETS)
 	if err != nil {
@@ -71,7 +51,7 @@ func TestBrokerTermBinary(t *testing.T) {
 		t.Fatalf("terminal modes not restored: %+v, was %+v", after, before)
 	}
 	tm.WaitScreen("the bar to go", func(rows []string) bool {
-		return !strings.Contains(strings.Join(rows, "\n"), "t1 |")
+		return !strings.Contains(strings.Join(rows, "\n"), "local |")
 	})
 	// The scroll region is the whole screen again: text reaches the last row.
 	if !strings.Contains(string(tm.Received()), "\x1b[r") {

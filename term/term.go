@@ -16,8 +16,8 @@
 //
 // The prefix key (Ctrl-] unless configured) opens the owner's actions; the
 // next key chooses: s share / stop sharing, y yes and n no to the question
-// the bar shows (admit or deny an agent, let it participate, grant or
-// refuse control, accept or reject a proposal, approve or reject a command,
+// the bar shows (admit or deny a program asking to use the broker or an
+// agent, let it participate, grant or refuse control, accept or reject a proposal, approve or reject a command,
 // run or cancel a scheduled Enter, acknowledge attention), m switch
 // co-pilot / autopilot, t take control back, the prefix key again sends it
 // to the program. Any other key closes the menu. Typing anything else

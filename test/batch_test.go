@@ -136,6 +136,23 @@ func TestBatch(t *testing.T) {
 		}
 	})
 
+	t.Run("the whole vocabulary in a plan, navigate last", func(t *testing.T) {
+		a := &approver{}
+		b := setupBatch(t, s, "/fields", a, "")
+		r := runBatch(t, b.c, b.params("form",
+			map[string]any{"kind": "fill", "ref": refOf(t, b.obs, "textbox", "City"), "text": "Rome"},
+			map[string]any{"kind": "select", "ref": refOf(t, b.obs, "combobox", "Color"), "option": "Green"},
+			map[string]any{"kind": "scroll", "deltaX": 0, "deltaY": 100},
+			clickExpect(refOf(t, b.obs, "button", "Send"), "Sent: Rome / g"),
+			map[string]any{"kind": "navigate", "url": s.Pages.URL("/counter")}))
+		if r.Outcome != "succeeded" || statuses(r) != "attempted:succeeded attempted:succeeded attempted:succeeded attempted:succeeded attempted:succeeded" {
+			t.Fatalf("batch: %+v (%s)", r.ActionResult, statuses(r))
+		}
+		if r.Observation == nil || r.Observation.URL != s.Pages.URL("/counter") || a.log() != "ap-form#0,ap-form#1,ap-form#2,ap-form#3,ap-form#4" {
+			t.Fatalf("the plan ended on %+v after approvals %s", r.Observation, a.log())
+		}
+	})
+
 	t.Run("a denied step ends the plan", func(t *testing.T) {
 		a := &approver{deny: map[int]bool{1: true}}
 		b := setupBatch(t, s, "/counter", a, "")

@@ -135,6 +135,30 @@ func standardPage(s *scripted, epoch *string, text *[]string) {
 		}
 		return nil, wire.CodeUnsupportedCapability
 	})
+	// dom.read: the text box (3) holds what input.text last put there;
+	// every element is visible and enabled.
+	value := ""
+	s.on("dom.read", func(req *wire.Envelope) (any, wire.Code) {
+		var p struct {
+			Request struct {
+				DocumentEpoch string `json:"documentEpoch"`
+				BackendNodeID int    `json:"backendNodeId"`
+			} `json:"request"`
+		}
+		json.Unmarshal(req.Params, &p)
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Request.DocumentEpoch != *epoch {
+			return nil, wire.CodeStaleTarget
+		}
+		facts := map[string]any{"found": true, "connected": true, "sameDocument": true, "disabled": false, "disabledKnown": true,
+			"enabledState": true, "visible": true, "maxLength": -1,
+			"scroll": map[string]int{"x": 0, "y": 0, "scrollWidth": 100, "scrollHeight": 30, "clientWidth": 100, "clientHeight": 30}}
+		if p.Request.BackendNodeID == 3 {
+			facts["tag"], facts["type"], facts["editable"], facts["value"] = "input", "text", "input", value
+		}
+		return facts, ""
+	})
 	ok := func(*wire.Envelope) (any, wire.Code) { return map[string]bool{"dispatched": true}, "" }
 	s.on("input.click", func(req *wire.Envelope) (any, wire.Code) {
 		mu.Lock()
@@ -142,7 +166,16 @@ func standardPage(s *scripted, epoch *string, text *[]string) {
 		mu.Unlock()
 		return ok(req)
 	})
-	s.on("input.text", ok)
+	s.on("input.text", func(req *wire.Envelope) (any, wire.Code) {
+		var p struct {
+			Request struct{ Text string } `json:"request"`
+		}
+		json.Unmarshal(req.Params, &p)
+		mu.Lock()
+		value = p.Request.Text
+		mu.Unlock()
+		return ok(req)
+	})
 	s.on("input.key", ok)
 }
 
@@ -214,9 +247,10 @@ func TestClaimObserveAct(t *testing.T) {
 		t.Fatal("refs must be stable for the same element in the same document")
 	}
 
+	// A fill is verified by the value it leaves.
 	fill := act(t, c, "s1", map[string]any{"requestId": "a1", "leaseId": l.ID, "documentEpoch": o.DocumentEpoch,
 		"action": map[string]any{"kind": "fill", "ref": refOf(t, o, "textbox", "Your name"), "text": "Ada"}})
-	if fill.Dispatch != "observed" || fill.Postcondition != "unverified" || fill.Outcome != "unknown" {
+	if fill.Dispatch != "observed" || fill.Postcondition != "passed" || fill.Outcome != "succeeded" {
 		t.Fatalf("fill: %+v", fill)
 	}
 	click := act(t, c, "s1", map[string]any{"requestId": "a2", "leaseId": l.ID, "documentEpoch": o.DocumentEpoch,
@@ -295,8 +329,9 @@ func TestActValidation(t *testing.T) {
 			t.Errorf("%s: %v, want INVALID_REQUEST", name, err)
 		}
 	}
+	box := refOf(t, observe(t, c, "s1", l.ID), "textbox", "Your name")
 	ok := act(t, c, "s1", map[string]any{"requestId": "ok", "leaseId": l.ID, "documentEpoch": "F:L1", "timeoutMs": 30000,
-		"action": map[string]any{"kind": "fill", "ref": ref, "text": strings.Repeat("x", browser.MaxActionText)}})
+		"action": map[string]any{"kind": "fill", "ref": box, "text": strings.Repeat("x", browser.MaxActionText)}})
 	if ok.Dispatch == "notDispatched" {
 		t.Fatalf("limits at their value must pass: %+v", ok)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/protocol"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -28,6 +29,9 @@ const (
 	envelopeMutations = 1200
 	helloMutations    = 900
 	welcomeMutations  = 400
+	actMutations      = 700
+	batchMutations    = 300
+	observeMutations  = 200
 )
 
 // schemas compiles the published schema: its root for envelopes and its
@@ -46,6 +50,9 @@ var schemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 		kindEnvelope: wire.SchemaID,
 		kindHello:    wire.SchemaID + "#/$defs/hello",
 		kindWelcome:  wire.SchemaID + "#/$defs/welcome",
+		kindAct:      wire.SchemaID + "#/$defs/" + kindAct,
+		kindBatch:    wire.SchemaID + "#/$defs/" + kindBatch,
+		kindObserve:  wire.SchemaID + "#/$defs/" + kindObserve,
 	} {
 		if out[kind], err = c.Compile(ref); err != nil {
 			return nil, err
@@ -74,15 +81,27 @@ func schemaVerdict(tb testing.TB, kind string, data []byte) (valid, isJSON bool)
 	return mustSchemas(tb)[kind].Validate(inst) == nil, true
 }
 
-// vector is one entry of vectors.json.
+// vector is one entry of vectors.json. Rule, when set, names the rule past
+// the schema (browser.Rule*) that alone makes Go refuse params the schema
+// accepts: a schema validator's verdict on that vector is true.
 type vector struct {
 	Kind  string `json:"kind"`
 	JSON  string `json:"json"`
 	Valid bool   `json:"valid"`
+	Rule  string `json:"rule,omitempty"`
+}
+
+// ruleOf returns the rule past the schema that alone refused params, or "".
+func ruleOf(err error) string {
+	if pe, ok := errors.AsType[*browser.ParamsError](err); ok {
+		return pe.Rule
+	}
+	return ""
 }
 
 // checkAgreement fails unless the Go validator and the published schema
 // give the same verdict on data (and, for a golden case, the expected one).
+// Params refused only by a rule past the schema must match the schema.
 func checkAgreement(t *testing.T, kind string, data []byte) bool {
 	t.Helper()
 	goErr := parse(kind, data)
@@ -90,6 +109,13 @@ func checkAgreement(t *testing.T, kind string, data []byte) bool {
 	if !isJSON {
 		if goErr == nil {
 			t.Errorf("Go accepts a %s that is not JSON:\n%q", kind, data)
+			return false
+		}
+		return true
+	}
+	if rule := ruleOf(goErr); rule != "" {
+		if !schemaValid {
+			t.Errorf("Go refuses this %s only by rule %s, but the schema refuses it too\n%s", kind, rule, data)
 			return false
 		}
 		return true
@@ -134,6 +160,9 @@ func TestAgreement(t *testing.T) {
 	if n := counts[kindHello][0] + counts[kindHello][1] + counts[kindWelcome][0] + counts[kindWelcome][1]; n < 1000 {
 		t.Errorf("%d hello and welcome mutations, want at least 1000", n)
 	}
+	if n := counts[kindAct][0] + counts[kindAct][1] + counts[kindBatch][0] + counts[kindBatch][1]; n < 1000 {
+		t.Errorf("%d action and batch mutations, want at least 1000", n)
+	}
 }
 
 // TestVectors keeps protocol/testdata/vectors.json equal to the golden cases
@@ -144,7 +173,7 @@ func TestVectors(t *testing.T) {
 	var vs []vector
 	for _, g := range allGoldens() {
 		if !g.goOnly {
-			vs = append(vs, vector{Kind: g.kind, JSON: g.json, Valid: g.valid})
+			vs = append(vs, vector{Kind: g.kind, JSON: g.json, Valid: g.valid, Rule: ruleOf(parse(g.kind, []byte(g.json)))})
 		}
 	}
 	vs = append(vs, mutations()...)
@@ -152,8 +181,9 @@ func TestVectors(t *testing.T) {
 		if !json.Valid([]byte(v.JSON)) {
 			t.Fatalf("vector is not JSON: %q", v.JSON)
 		}
-		if valid := parse(v.Kind, []byte(v.JSON)) == nil; valid != v.Valid {
-			t.Fatalf("vector verdict %v, Go says %v: %s", v.Valid, valid, v.JSON)
+		err := parse(v.Kind, []byte(v.JSON))
+		if valid := err == nil; valid != v.Valid || ruleOf(err) != v.Rule {
+			t.Fatalf("vector verdict %v (rule %q), Go says %v (%v): %s", v.Valid, v.Rule, valid, err, v.JSON)
 		}
 	}
 	want := encodeVectors(t, vs)
@@ -216,6 +246,9 @@ var mutations = sync.OnceValue(func() []vector {
 	var out []vector
 	gen := func(kind string, seed uint64, n int, bases ...string) {
 		m := &mutator{rng: rand.NewPCG(seed, 0x5eed)}
+		if kind == kindAct || kind == kindBatch || kind == kindObserve {
+			m.tables = paramsTables
+		}
 		trees := make([]any, len(bases))
 		for i, b := range bases {
 			trees[i] = mustParseTree(b)
@@ -234,7 +267,8 @@ var mutations = sync.OnceValue(func() []vector {
 				continue
 			}
 			seen[kind+"\x00"+text] = true
-			out = append(out, vector{Kind: kind, JSON: text, Valid: parse(kind, []byte(text)) == nil})
+			err := parse(kind, []byte(text))
+			out = append(out, vector{Kind: kind, JSON: text, Valid: err == nil, Rule: ruleOf(err)})
 			made++
 		}
 	}
@@ -246,6 +280,9 @@ var mutations = sync.OnceValue(func() []vector {
 		specClientHello, specProviderHello, clientHello.String(), providerHello.String(),
 		providerHello.set("token", `"tok"`).String(), clientHello.del("journalKey").del("requiredCapabilities").String())
 	gen(kindWelcome, 3, welcomeMutations, specWelcome, welcome.String(), welcome.set("capabilities", `[]`).String())
+	gen(kindAct, 4, actMutations, actBases()...)
+	gen(kindBatch, 5, batchMutations, batchBases()...)
+	gen(kindObserve, 6, observeMutations, observeBases()...)
 	return out
 })
 
@@ -402,11 +439,30 @@ func collect(v any, parentKey string, slots *[]slot, objs *[]*object, arrs *[]*a
 // mutator makes deterministic mutations. It draws only raw 64-bit outputs
 // from PCG, whose sequence is fixed by its algorithm, so vectors.json does
 // not change with the Go release.
-type mutator struct{ rng *rand.PCG }
+type mutator struct {
+	rng    *rand.PCG
+	tables *tables // nil: the envelope and handshake tables
+}
+
+// tables are the keys, enumerated values and numbers a mutator draws from.
+type tables struct {
+	extraKeys  []string
+	enumValues map[string][]string
+	numbers    []string
+}
+
+func (m *mutator) t() *tables {
+	if m.tables == nil {
+		return &wireTables
+	}
+	return m.tables
+}
 
 func (m *mutator) intn(n int) int { return int(m.rng.Uint64() % uint64(n)) }
 
 func pick[T any](m *mutator, xs []T) T { return xs[m.intn(len(xs))] }
+
+var wireTables = tables{extraKeys: extraKeys, enumValues: enumValues, numbers: boundaryNumbers}
 
 var (
 	extraKeys = []string{"extra", "kind", "protocol", "session", "epoch", "result", "error", "__proto__",
@@ -438,7 +494,7 @@ func (m *mutator) sample() any {
 	case 2:
 		return false
 	case 3:
-		return number(pick(m, boundaryNumbers))
+		return number(pick(m, m.t().numbers))
 	case 4:
 		return number("1.5")
 	case 5:
@@ -565,7 +621,7 @@ func (m *mutator) mutate(tree any) any {
 			return tree
 		}
 		o := pick(m, objs)
-		k := pick(m, extraKeys)
+		k := pick(m, m.t().extraKeys)
 		for _, have := range o.keys {
 			if have == k {
 				return tree
@@ -578,7 +634,7 @@ func (m *mutator) mutate(tree any) any {
 	case 4: // change an enumerated value
 		var cands []slot
 		for _, s := range slots {
-			if _, ok := enumValues[s.key]; ok || s.key == "ok" {
+			if _, ok := m.t().enumValues[s.key]; ok || s.key == "ok" {
 				cands = append(cands, s)
 			}
 		}
@@ -590,7 +646,7 @@ func (m *mutator) mutate(tree any) any {
 			b, _ := s.get().(bool)
 			s.set(!b)
 		} else {
-			s.set(pick(m, enumValues[s.key]))
+			s.set(pick(m, m.t().enumValues[s.key]))
 		}
 	case 5, 6: // perturb a string
 		var cands []slot
@@ -614,7 +670,7 @@ func (m *mutator) mutate(tree any) any {
 		if len(cands) == 0 {
 			return tree
 		}
-		pick(m, cands).set(number(pick(m, boundaryNumbers)))
+		pick(m, cands).set(number(pick(m, m.t().numbers)))
 	case 8: // duplicate an array item
 		if len(arrs) == 0 {
 			return tree

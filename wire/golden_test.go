@@ -29,6 +29,9 @@ type golden struct {
 	// validator reads: the text is not JSON at all, or not UTF-8, or holds a
 	// number that JSON.parse rounds to a different value.
 	goOnly bool
+	// rule is the rule past the schema (browser.Rule*) that alone refuses
+	// a params case the schema accepts.
+	rule string
 }
 
 // kvs is a JSON object under construction: ordered members with raw values.
@@ -577,6 +580,7 @@ func allGoldens() []golden {
 	out = append(out, goldenHellos()...)
 	out = append(out, goldenWelcomes()...)
 	out = append(out, goldenNotJSON()...)
+	out = append(out, goldenParams()...)
 	return out
 }
 
@@ -590,6 +594,12 @@ func parse(kind string, data []byte) error {
 		_, err = wire.ParseHello(data)
 	case kindWelcome:
 		_, err = wire.ParseWelcome(data)
+	case kindAct:
+		_, err = browser.ParseAct(data)
+	case kindBatch:
+		_, err = browser.ParseBatch(data)
+	case kindObserve:
+		_, err = browser.ParseObserve(data)
 	default:
 		panic("unknown kind " + kind)
 	}
@@ -602,6 +612,15 @@ func TestGolden(t *testing.T) {
 			err := parse(g.kind, []byte(g.json))
 			if (err == nil) != g.valid {
 				t.Errorf("valid = %v, want %v (err: %v)\n%s", err == nil, g.valid, err, g.json)
+			}
+			if params(g.kind) {
+				if _, ok := errors.AsType[*browser.ParamsError](err); err != nil && !ok {
+					t.Errorf("error %v is a %T, want *browser.ParamsError", err, err)
+				}
+				if got := ruleOf(err); got != g.rule {
+					t.Errorf("refused by rule %q, want %q (err: %v)\n%s", got, g.rule, err, g.json)
+				}
+				return
 			}
 			var verr *wire.ValidationError
 			if err != nil && !errors.As(err, &verr) {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
 
-	"github.com/dsh-browser/broker/internal/failpoint"
 	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
@@ -20,62 +18,24 @@ const (
 	MaxFences = 10_000
 )
 
-// validFrame checks a frame action: on the frame's document.
-func validFrame(req *browser.ActionRequest) bool {
-	f := req.Frame
-	return f == nil || (bounded(f.FrameID, 1, 128) && f.DocumentEpoch == req.DocumentEpoch)
-}
-
-// validAction checks an action's fields beyond their types.
-func validAction(a *browser.Action) bool {
-	if !bounded(a.Ref, 1, 128) {
-		return false
-	}
-	textOK := a.Text != nil && textLen(*a.Text) <= browser.MaxActionText
-	switch a.Kind {
-	case "click":
-		if a.Text != nil || a.Key != "" || a.Shift != nil {
-			return false
-		}
-	case "fill", "type", "append":
-		if !textOK || a.Key != "" || a.Shift != nil {
-			return false
-		}
-	case "press":
-		if a.Text != nil || !browser.NamedKeys[a.Key] {
-			return false
-		}
-	default:
-		return false
-	}
-	if e := a.Expected; e != nil {
-		if e.Kind != "text" || !bounded(e.Text, 1, browser.MaxExpectedText) || strings.TrimSpace(e.Text) == "" {
-			return false
-		}
-	}
-	return true
-}
-
 // Act performs one action on the leased page with the identity checks of
 // PROVIDER.md, then verifies the optional expectation. Each (session,
 // requestId) runs at most once: a retry with the same payload gets the
 // first result while it is retained and a metadata-only RECOVERY_REQUIRED
 // after; a reuse with another payload is REQUEST_ID_CONFLICT.
 func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in browser.ActParams
-	if err := decodeParams(params, &in); err != nil {
-		return nil, err
+	in, err := browser.ParseAct(params)
+	if err != nil {
+		return nil, r.invalid(err)
 	}
 	req := in.Request
-	if !bounded(in.SessionID, 1, 256) || !bounded(req.RequestID, 1, 128) || strings.HasPrefix(req.RequestID, "batch:") ||
-		!bounded(req.LeaseID, 1, 256) || !bounded(req.DocumentEpoch, 1, 512) || !validAction(&req.Action) || !validFrame(&req) {
+	if req.Frame != nil && req.Action.Kind != browser.ActClick && !c.Capable(browser.CapFrameInputClient) {
+		// The reference acts in frames by click only; fill, type, append and
+		// press there are ours, for clients that ask for them.
 		return nil, invalid()
 	}
 	timeout := browser.DefaultActionTimeout
 	if req.TimeoutMs != nil {
-		if *req.TimeoutMs < 1 || *req.TimeoutMs > int(browser.MaxActionTimeout/time.Millisecond) {
-			return nil, invalid()
-		}
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
 	}
 	idt := r.identify(c, in.SessionID, req.RequestID, req)
@@ -84,6 +44,7 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 	if f == nil {
 		return retry, err
 	}
+	ctx = withLogged(ctx, r.logAction(c, req.Action, -1))
 	var res *browser.ActionResult
 	if idt.durable {
 		res, err = r.actDurable(ctx, owner, idt, req, timeout)
@@ -131,11 +92,15 @@ func (r *Runtime) run(ctx context.Context, owner lease.Owner, req browser.Action
 	if err != nil {
 		return nil, err
 	}
+	g := loggedFrom(ctx)
+	g.begin(l, p, req) // before the intent: the log knows what the journal knows
 	if res := reserve(); res != nil {
+		g.end(res)
 		return res, nil
 	}
 	res := r.perform(ctx, l, p, prov, req, timeout)
 	settle(res)
+	g.end(res)
 	return res, nil
 }
 
@@ -146,8 +111,8 @@ func (r *Runtime) perform(ctx context.Context, l *lease.Lease, p *page, prov Pro
 	defer cancel()
 	res := &browser.ActionResult{RequestID: req.RequestID}
 	notDispatched := func(err error) *browser.ActionResult { return refuse(res, err) }
-	if !p.acquire(ctx.Done()) {
-		return notDispatched(wire.Err(wire.CodeDeadlineExceeded))
+	if err := p.acquire(ctx.Done()); err != nil {
+		return notDispatched(err)
 	}
 	defer p.release()
 	return r.performHeld(ctx, l, p, prov, req, res)
@@ -163,140 +128,6 @@ func refuse(res *browser.ActionResult, err error) *browser.ActionResult {
 		res.Outcome = "failed"
 	}
 	return res
-}
-
-// performHeld is perform for a caller that holds the tab's queue slot (a
-// batch holds one slot for all its steps).
-func (r *Runtime) performHeld(ctx context.Context, l *lease.Lease, p *page, prov Provider, req browser.ActionRequest, res *browser.ActionResult) *browser.ActionResult {
-	notDispatched := func(err error) *browser.ActionResult { return refuse(res, err) }
-	var frame *sourceFrame
-	if req.Frame != nil {
-		if !prov.Capable(browser.CapFrameInput) {
-			return notDispatched(wire.Err(wire.CodeUnsupportedCapability))
-		}
-		f, err := r.frameTarget(ctx, l, p, prov, req.Frame)
-		if err != nil {
-			return notDispatched(err)
-		}
-		frame = &f
-	}
-	t := p.resolve(req.Action.Ref, req.DocumentEpoch, frame != nil)
-	if t == nil {
-		if frame == nil && p.frameRef(req.Action.Ref) {
-			return notDispatched(wire.Err(wire.CodeInvalidRequest)) // a frame's element: the request must name the frame
-		}
-		return notDispatched(wire.Err(wire.CodeStaleTarget))
-	}
-	if t.region {
-		return notDispatched(wire.Err(wire.CodeNotActionable))
-	}
-	command := inputCommand{
-		DocumentEpoch: req.DocumentEpoch,
-		Target:        inputTarget{BackendNodeID: t.BackendNodeID, Role: t.Role, Name: t.Name},
-	}
-	if frame != nil {
-		command.Frame = frame.document()
-	}
-	var method string
-	switch a := req.Action; a.Kind {
-	case "click":
-		x, y, err := r.clickPoint(ctx, prov, l, t)
-		if err != nil {
-			return notDispatched(err)
-		}
-		method, command.X, command.Y = browser.ProviderInputClick, &x, &y
-	case "fill", "type", "append":
-		mode := map[string]string{"fill": "replace", "type": "insert", "append": "append"}[a.Kind]
-		method, command.Text, command.Mode = browser.ProviderInputText, a.Text, mode
-	case "press":
-		method, command.Key = browser.ProviderInputKey, a.Key
-		command.Shift = a.Shift != nil && *a.Shift
-	}
-	// The lease may have ended while the action waited (for the tab's queue,
-	// stable geometry or a batch step's approval): no input under it.
-	if _, err := r.leases.Get(l.Owner, l.ID); err != nil {
-		return notDispatched(err)
-	}
-	if err := callInput(ctx, prov, method, l, command); err != nil {
-		switch rpc.CodeOf(err) {
-		case wire.CodeStaleTarget, wire.CodeNotActionable, wire.CodeLeaseRevoked, wire.CodePolicyDenied, wire.CodeInvalidRequest:
-			return notDispatched(err) // refused before any input (PROVIDER.md)
-		}
-		// The input may or may not have happened: say so, never retry.
-		res.Outcome, res.Dispatch, res.Postcondition, res.Code = "unknown", "dispatched", "unverified", rpc.CodeOf(err)
-		return res
-	}
-	failpoint.Hit("after-dispatch")
-	res.Dispatch = "dispatched"
-	look := func(q *browser.Query) (*browser.Observation, error) { return r.observe(ctx, l, p, q) }
-	if req.Frame != nil {
-		// Verified in the frame only: the action's scope.
-		look = func(q *browser.Query) (*browser.Observation, error) {
-			return r.observeFrame(ctx, l, p, prov, req.Frame, q)
-		}
-	}
-	r.verify(ctx, p, look, req.Action.Expected, res)
-	return res
-}
-
-// verify observes the page after an action and checks the expectation,
-// re-reading on every page change until the deadline.
-func (r *Runtime) verify(ctx context.Context, p *page, look func(*browser.Query) (*browser.Observation, error), want *browser.Expected, res *browser.ActionResult) {
-	res.Outcome, res.Postcondition = "unknown", "unverified"
-	// notSeen is the answer when the deadline ends the wait: the text is
-	// absent from a complete observation (failed), or could be in the part
-	// a truncated one left out (unverified).
-	notSeen := func() {
-		if res.Observation != nil && !res.Observation.Truncated {
-			res.Outcome, res.Postcondition = "failed", "failed"
-		}
-	}
-	for {
-		wake := p.changes()
-		obs, err := look(nil)
-		if err != nil {
-			if want != nil && ctx.Err() != nil {
-				notSeen()
-			}
-			if res.Observation == nil {
-				res.Code = rpc.CodeOf(err)
-			}
-			return
-		}
-		res.Observation, res.Dispatch = obs, "observed"
-		if want == nil {
-			return
-		}
-		if containsText(obs.Text, want.Text) || (obs.Truncated && named(look, want.Text)) {
-			res.Outcome, res.Postcondition = "succeeded", "passed"
-			return
-		}
-		select {
-		case <-wake:
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-			notSeen()
-			return
-		}
-	}
-}
-
-// named looks for the expected text beyond a truncated observation: an
-// element whose accessible name is exactly that text (a bounded, literal
-// search, like a query observation).
-func named(look func(*browser.Query) (*browser.Observation, error), text string) bool {
-	name := collapse(text)
-	if !bounded(name, 1, browser.MaxNameLength) {
-		return false
-	}
-	q, err := look(&browser.Query{Name: name})
-	return err == nil && len(q.Nodes) > 0
-}
-
-func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func containsText(fragments []string, want string) bool {
-	return strings.Contains(collapse(strings.Join(fragments, " ")), collapse(want))
 }
 
 type quad [8]float64

@@ -59,7 +59,7 @@ func TestActKinds(t *testing.T) {
 		t.Fatalf("click %+v", res)
 	}
 	click := a.p.sent(browser.ProviderInputClick)[0].(*requestParams[inputCommand])
-	if c := click.Request; c.DocumentEpoch != "F:L1" || c.Target != (inputTarget{4, "button", "Greet"}) || c.X == nil || *c.X != 60 || *c.Y != 25 ||
+	if c := click.Request; c.DocumentEpoch != "F:L1" || c.Target == nil || *c.Target != (inputTarget{4, "button", "Greet"}) || c.X == nil || *c.X != 60 || *c.Y != 25 ||
 		c.Text != nil || c.Key != "" || c.Frame != nil || click.Lease.ID != a.lease.ID || click.Lease.Token != a.lease.Token {
 		t.Fatalf("input.click sent %+v", click)
 	}
@@ -80,15 +80,21 @@ func TestActKinds(t *testing.T) {
 		{map[string]any{"kind": "fill", "ref": box, "text": "Ada"}, browser.ProviderInputText, inputCommand{Text: ptr("Ada"), Mode: "replace"}},
 		{map[string]any{"kind": "fill", "ref": box, "text": ""}, browser.ProviderInputText, inputCommand{Text: ptr(""), Mode: "replace"}},
 		{map[string]any{"kind": "type", "ref": box, "text": "Ada"}, browser.ProviderInputText, inputCommand{Text: ptr("Ada"), Mode: "insert"}},
-		{map[string]any{"kind": "append", "ref": box, "text": "!"}, browser.ProviderInputText, inputCommand{Text: ptr("!"), Mode: "append"}},
+		// The field holds "Ada" (the type above): append re-checks it.
+		{map[string]any{"kind": "append", "ref": box, "text": "!"}, browser.ProviderInputText, inputCommand{Text: ptr("!"), Mode: "append", Prefix: ptr("Ada")}},
 		{map[string]any{"kind": "press", "ref": box, "key": "Enter"}, browser.ProviderInputKey, inputCommand{Key: "Enter"}},
 		{map[string]any{"kind": "press", "ref": box, "key": "Tab", "shift": true}, browser.ProviderInputKey, inputCommand{Key: "Tab", Shift: true}},
 	} {
 		name := tc.action["kind"].(string) + " " + tc.method
 		before := a.p.count(tc.method)
 		res := a.act("s", a.request(fmt.Sprint("kind", i), tc.action))
-		// No expectation: observed, but nothing to verify.
-		if res.Outcome != "unknown" || res.Dispatch != "observed" || res.Postcondition != "unverified" || res.Observation == nil {
+		// No expectation: a fill or an append is verified by the value it
+		// leaves (the reference's rule); a typed text or a key press is
+		// observed with nothing to verify.
+		verified := tc.action["kind"] == "fill" || tc.action["kind"] == "append"
+		if verified && (res.Outcome != "succeeded" || res.Postcondition != "passed") ||
+			!verified && (res.Outcome != "unknown" || res.Postcondition != "unverified") ||
+			res.Dispatch != "observed" || res.Observation == nil {
 			t.Errorf("%s: %+v", name, res)
 			continue
 		}
@@ -98,7 +104,7 @@ func TestActKinds(t *testing.T) {
 			continue
 		}
 		got := sent[before].(*requestParams[inputCommand]).Request
-		tc.want.DocumentEpoch, tc.want.Target = "F:L1", inputTarget{3, "textbox", "Your name"}
+		tc.want.DocumentEpoch, tc.want.Target = "F:L1", &inputTarget{3, "textbox", "Your name"}
 		if !sameCommand(got, tc.want) {
 			t.Errorf("%s: sent %+v, want %+v", name, got, tc.want)
 		}
@@ -329,7 +335,7 @@ func TestActRetries(t *testing.T) {
 	a.clock.advance(ResultRetention + time.Second)
 	rec := a.act("s", req)
 	if rec.Code != wire.CodeRecoveryRequired || rec.Outcome != "unknown" || rec.Recovery == nil || rec.Recovery.State != journal.StateSettled ||
-		rec.Recovery.PriorOutcome != first.Outcome || rec.Recovery.Dispatch != first.Dispatch || rec.Observation != nil || a.inputs() != 2 {
+		rec.Recovery.PriorOutcome != first.Outcome || rec.Recovery.Dispatch != "dispatched" || rec.Observation != nil || a.inputs() != 2 {
 		t.Fatalf("a retry after retention: %+v (%+v)", rec, rec.Recovery)
 	}
 
@@ -453,7 +459,7 @@ func TestActDurable(t *testing.T) {
 	// The result is no longer retained: the journal says what happened.
 	a.clock.advance(ResultRetention + time.Second)
 	res = must[browser.ActionResult](t, a.r.Act, again, map[string]any{"sessionId": "s", "request": req})
-	if res.Code != wire.CodeRecoveryRequired || res.Recovery == nil || res.Recovery.State != journal.StateSettled || res.Recovery.Dispatch != "observed" || a.inputs() != 1 {
+	if res.Code != wire.CodeRecoveryRequired || res.Recovery == nil || res.Recovery.State != journal.StateSettled || res.Recovery.Dispatch != "dispatched" || a.inputs() != 1 {
 		t.Fatalf("after retention %+v %+v", res, res.Recovery)
 	}
 	// Intent without an outcome (the broker died after reserving): it may

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
@@ -17,10 +16,6 @@ import (
 	"github.com/dsh-browser/broker/wire"
 )
 
-func validTimeout(ms *int, max time.Duration) bool {
-	return ms == nil || (*ms >= 1 && *ms <= int(max/time.Millisecond))
-}
-
 // Batch runs 1–8 explicit steps on one leased page under one deadline and
 // one tab-queue slot. Before each step the owning client approves it through
 // browser.approveBatchStep; only {"allowed":true} continues. Any step that
@@ -29,21 +24,11 @@ func validTimeout(ms *int, max time.Duration) bool {
 // is durable before its first step and each step has its own intent; a
 // retry never resumes a plan.
 func (r *Runtime) Batch(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in browser.BatchParams
-	if err := decodeParams(params, &in); err != nil {
-		return nil, err
+	in, err := browser.ParseBatch(params)
+	if err != nil {
+		return nil, r.invalid(err)
 	}
 	req := in.Request
-	if !bounded(in.SessionID, 1, 256) || !bounded(in.ApprovalID, 1, 128) || !bounded(req.RequestID, 1, 128) ||
-		strings.HasPrefix(req.RequestID, "batch:") || !bounded(req.LeaseID, 1, 256) || !bounded(req.DocumentEpoch, 1, 512) ||
-		len(req.Steps) < 1 || len(req.Steps) > browser.MaxBatchSteps || !validTimeout(req.TimeoutMs, browser.MaxBatchTimeout) {
-		return nil, invalid()
-	}
-	for _, st := range req.Steps {
-		if !validAction(&st.Action) || !validTimeout(st.TimeoutMs, browser.MaxActionTimeout) {
-			return nil, invalid()
-		}
-	}
 	timeout := browser.DefaultBatchTimeout
 	if req.TimeoutMs != nil {
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
@@ -116,8 +101,8 @@ func (b *batch) run(ctx context.Context, timeout time.Duration) (*browser.BatchR
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if !p.acquire(ctx.Done()) {
-		refuse(&out.ActionResult, wire.Err(wire.CodeDeadlineExceeded))
+	if err := p.acquire(ctx.Done()); err != nil {
+		refuse(&out.ActionResult, err)
 		return out, nil
 	}
 	defer p.release()
@@ -174,11 +159,15 @@ func (b *batch) run(ctx context.Context, timeout time.Duration) (*browser.BatchR
 }
 
 // step asks the client to approve step i, then runs it as a child action
-// with its own fence, under the plan's queue slot and deadline.
-func (b *batch) step(ctx context.Context, l *lease.Lease, p *page, prov Provider, i int, st browser.BatchStep) *browser.ActionResult {
+// with its own fence, under the plan's queue slot and deadline. Each step
+// is an entry of the activity log, a refused one too.
+func (b *batch) step(ctx context.Context, l *lease.Lease, p *page, prov Provider, i int, st browser.BatchStep) (res *browser.ActionResult) {
 	r := b.r
 	child := browser.ActionRequest{RequestID: b.childID(i), LeaseID: b.req.LeaseID, DocumentEpoch: b.req.DocumentEpoch, Action: st.Action, TimeoutMs: st.TimeoutMs}
-	res := &browser.ActionResult{RequestID: child.RequestID}
+	res = &browser.ActionResult{RequestID: child.RequestID}
+	g := r.logAction(b.c, st.Action, i)
+	g.begin(l, p, child) // before the step's intent is journaled
+	defer func() { g.end(res) }()
 	if _, err := r.leases.Get(b.owner, b.req.LeaseID); err != nil {
 		return refuse(res, err)
 	}

@@ -57,17 +57,21 @@ type Config struct {
 	// Journal fences actions of clients that send a journalKey across
 	// reconnects and restarts; nil keeps every fence in memory.
 	Journal Journal
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// Activity is the owner's activity log: one entry per action; nil
+	// logs nothing.
+	Activity ActivityLog
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // Runtime serves the browser.* methods. Its methods are safe for
 // concurrent use.
 type Runtime struct {
-	cfg    Config
-	host   service.Host
-	log    *slog.Logger
-	leases *lease.Manager
+	cfg      Config
+	host     service.Host
+	overseer service.Overseer // the owner's console, when the host has one
+	log      *slog.Logger
+	leases   *lease.Manager
 
 	mu      sync.Mutex
 	pages   map[string]*page  // by lease ID
@@ -85,6 +89,7 @@ func New(cfg Config, host service.Host) *Runtime {
 		cfg.Now = time.Now
 	}
 	r := &Runtime{cfg: cfg, host: host, log: cfg.Logger, pages: make(map[string]*page), fences: make(map[string]*fence)}
+	r.overseer, _ = host.(service.Overseer)
 	r.results = newResultCache(cfg.Now)
 	r.cursors = newCursorCache(cfg.Now)
 	r.leases = lease.NewManager(cfg.MaxLeases, cfg.MaxPending, r.leaseEnded)
@@ -129,6 +134,12 @@ func randomHex(n int) string {
 }
 
 func invalid() error { return wire.Err(wire.CodeInvalidRequest) }
+
+// invalid logs why params were refused (at debug level) and refuses them.
+func (r *Runtime) invalid(err error) error {
+	r.log.Debug("params refused", "err", err)
+	return invalid()
+}
 
 // httpOrigin returns the origin of a credential-free HTTP(S) URL.
 func httpOrigin(raw string) (string, bool) {

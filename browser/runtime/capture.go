@@ -38,7 +38,7 @@ func (r *Runtime) Capture(ctx context.Context, c Client, params json.RawMessage)
 		if err := src.check(); err != nil {
 			return nil, providerErr(browser.ProviderCapture, err)
 		}
-		p.observed(src.DocumentEpoch)
+		p.observed(src.DocumentEpoch, src.URL)
 		return &browser.Screenshot{
 			Tab: l.Tab, DocumentEpoch: src.DocumentEpoch, CapturedAt: src.CapturedAt, MimeType: src.MimeType,
 			Data: src.Data, Viewport: src.Viewport, Redaction: src.Redaction,

@@ -89,6 +89,7 @@ func (r *Runtime) Claim(ctx context.Context, c Client, params json.RawMessage) (
 		return nil, err
 	}
 	r.log.Info("lease granted", "lease", l.ID, "tab", l.Tab, "origin", l.Origin, "scope", l.Scope, "client", c.Label())
+	r.grantsChanged()
 	return &browser.LeaseResult{
 		ID: l.ID, Owner: fmt.Sprintf("[%q,%q]", fmt.Sprint(owner.Conn), owner.Session), Tab: l.Tab,
 		InstanceID: l.InstanceID, Token: l.Token, Origin: l.Origin, Scope: l.Scope, ExpiresAt: l.ExpiresAt,
@@ -117,6 +118,7 @@ func (r *Runtime) leaseEnded(l *lease.Lease, why lease.Reason) {
 	r.cursors.purgeLease(l.ID)
 	r.mu.Unlock()
 	r.log.Info("lease ended", "lease", l.ID, "tab", l.Tab, "why", why)
+	r.grantsChanged()
 	if why != lease.OwnerGone {
 		if c := r.host.Client(l.Owner.Conn); c != nil {
 			c.Notify(browser.EventLeaseRevoked, map[string]string{"sessionId": l.Owner.Session, "leaseId": l.ID})

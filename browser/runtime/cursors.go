@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"time"
@@ -25,6 +27,18 @@ type cursorCache struct{ *boundedCache }
 
 func newCursorCache(now func() time.Time) *cursorCache {
 	return &cursorCache{newBoundedCache(cacheLimits{MaxCursors, MaxCursorBytes, browser.MaxSnapshotSize, CursorRetention}, now)}
+}
+
+// snapshotSize is the length of obs's JSON as the reference measures it
+// (UTF-8, no HTML escaping), which browser.MaxSnapshotSize bounds.
+func snapshotSize(obs *browser.Observation) int {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(obs) != nil {
+		return math.MaxInt
+	}
+	return b.Len() - 1 // the newline Encode adds
 }
 
 // publish keeps obs as the baseline its cursor names, for owner's lease.

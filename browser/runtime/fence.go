@@ -135,15 +135,18 @@ func (r *Runtime) cachedFor(owner lease.Owner, leaseID, id string) *browser.Acti
 // recovered is the metadata-only answer to a retry of an action whose
 // result is gone: it says what may have happened and never re-executes.
 func recovered(requestID string, rec *journal.Record) *browser.ActionResult {
-	rv := &browser.Recovery{State: rec.State, Dispatch: rec.Dispatch, RecordedAt: rec.ReservedAt}
-	dispatch := rec.Dispatch
+	// The reference's record says only whether input may have been sent:
+	// notDispatched, or dispatched (for an observed input too). Intent
+	// without outcome may have dispatched.
+	rv := &browser.Recovery{State: rec.State, Dispatch: "dispatched", RecordedAt: rec.ReservedAt.UnixMilli()}
 	if rec.State == journal.StateSettled {
-		rv.PriorOutcome, rv.RecordedAt = rec.Outcome, rec.SettledAt
-	} else {
-		dispatch = "dispatched" // intent without outcome: it may have happened
+		rv.PriorOutcome, rv.RecordedAt = rec.Outcome, rec.SettledAt.UnixMilli()
+		if rec.Dispatch == "notDispatched" {
+			rv.Dispatch = "notDispatched"
+		}
 	}
 	return &browser.ActionResult{
-		RequestID: requestID, Outcome: "unknown", Dispatch: dispatch, Postcondition: "unverified",
+		RequestID: requestID, Outcome: "unknown", Dispatch: rv.Dispatch, Postcondition: "unverified",
 		Code: wire.CodeRecoveryRequired, Recovery: rv,
 	}
 }

@@ -122,7 +122,8 @@ type reply struct {
 // allCaps is what the extension advertises.
 func allCaps() []string {
 	return append(browser.Required(), browser.CapAXPage, browser.CapFramesList, browser.CapCapture,
-		browser.CapFrameRead, browser.CapFrameInput)
+		browser.CapFrameRead, browser.CapFrameInput, browser.CapDOMRead, browser.CapInputScroll,
+		browser.CapInputWheel, browser.CapInputSelect, browser.CapNavigate)
 }
 
 // newFakeProvider returns a browser provider the owner's browser started,
@@ -152,6 +153,9 @@ func (p *fakeProvider) Instance() wire.Instance {
 func (p *fakeProvider) Capable(c string) bool { return p.caps[c] }
 func (p *fakeProvider) OwnerSurface() bool    { return p.owner }
 
+// Notify is unused: the browser kind sends its providers no events.
+func (p *fakeProvider) Notify(string, any) error { return nil }
+
 // sentTypes are the params each provider method is sent with (provider.go).
 var sentTypes = map[string]func() any{
 	browser.ProviderTabsList:    func() any { return &struct{}{} },
@@ -165,6 +169,11 @@ var sentTypes = map[string]func() any{
 	browser.ProviderInputClick:  func() any { return &requestParams[inputCommand]{} },
 	browser.ProviderInputText:   func() any { return &requestParams[inputCommand]{} },
 	browser.ProviderInputKey:    func() any { return &requestParams[inputCommand]{} },
+	browser.ProviderInputWheel:  func() any { return &requestParams[inputCommand]{} },
+	browser.ProviderInputScroll: func() any { return &requestParams[inputCommand]{} },
+	browser.ProviderInputSelect: func() any { return &requestParams[inputCommand]{} },
+	browser.ProviderDOMRead:     func() any { return &requestParams[domRequest]{} },
+	browser.ProviderNavigate:    func() any { return &requestParams[navigateRequest]{} },
 	browser.ProviderCDP:         func() any { return &cdpParams{} },
 }
 
@@ -547,9 +556,73 @@ func (p *fakeProvider) serveDefaults() {
 		}
 		return nil, wire.Err(wire.CodeUnsupportedCapability)
 	})
-	for _, m := range []string{browser.ProviderInputClick, browser.ProviderInputText, browser.ProviderInputKey} {
+	p.on(browser.ProviderDOMRead, func(params any) (any, error) {
+		req := params.(*requestParams[domRequest]).Request
+		d, err := pg.doc(req.Frame)
+		if err != nil {
+			return nil, err
+		}
+		return d.facts(req.BackendNodeID), nil
+	})
+	for _, m := range []string{browser.ProviderInputClick, browser.ProviderInputKey} {
 		p.on(m, func(any) (any, error) { return map[string]bool{"dispatched": true}, nil })
 	}
+	// Text lands in the field, as typing would: dom.read and ax.read then
+	// show it.
+	p.on(browser.ProviderInputText, func(params any) (any, error) {
+		cmd := params.(*requestParams[inputCommand]).Request
+		if cmd.Target != nil && cmd.Text != nil {
+			pg.setValue(cmd.Target.BackendNodeID, cmd.Mode, *cmd.Text)
+		}
+		return map[string]bool{"dispatched": true}, nil
+	})
+}
+
+// setValue applies a text input to a field's value.
+func (pg *fakePage) setValue(backend int64, mode, text string) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	for i := range pg.nodes {
+		n := &pg.nodes[i]
+		if n.BackendNodeID != backend || n.Props.Editable == "" {
+			continue
+		}
+		v := ""
+		if n.Value != nil && mode != "replace" {
+			v = *n.Value
+		}
+		v += text
+		n.Value = &v
+	}
+}
+
+// facts answers dom.read for a node of the page, as the extension reads a
+// plain, visible, enabled element: a text box is an input, anything else a
+// button; 0 is the document's scroller.
+func (pg *fakePage) facts(backend int64) domFacts {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	scroll := &browser.ScrollPosition{ScrollWidth: 800, ScrollHeight: 600, ClientWidth: 800, ClientHeight: 600}
+	if backend == 0 {
+		return domFacts{Found: true, Connected: true, SameDocument: true, Document: true, Visible: true, DisabledKnown: true, EnabledState: true, Scroll: scroll}
+	}
+	for _, n := range pg.nodes {
+		if n.BackendNodeID != backend {
+			continue
+		}
+		f := domFacts{Found: true, Connected: true, SameDocument: true, Visible: true, DisabledKnown: true,
+			Disabled: n.Props.Disabled, EnabledState: !n.Props.Disabled, Tag: "button", MaxLength: -1, Scroll: scroll}
+		if n.Props.Editable != "" {
+			f.Tag, f.Type, f.Editable = "input", "text", "input"
+			v := ""
+			if n.Value != nil {
+				v = *n.Value
+			}
+			f.Value = &v
+		}
+		return f
+	}
+	return domFacts{}
 }
 
 // fakeClient is a connected client (a fake: the runtime only needs its

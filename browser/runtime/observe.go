@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"regexp"
 	"strings"
 
 	"github.com/dsh-browser/broker/browser"
@@ -28,28 +27,14 @@ var checkableRoles = map[string]bool{
 	"checkbox": true, "switch": true, "radio": true, "menuitemcheckbox": true, "menuitemradio": true,
 }
 
-var queryRole = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
-
 // Observe reads the leased page: the whole document within the budgets, or
 // the literal matches of a query. With the cursor of an earlier observation
 // of the same document and scope it answers a delta when that is smaller
 // (cursors.go).
 func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-	var in browser.ObserveParams
-	if err := decodeParams(params, &in); err != nil {
-		return nil, err
-	}
-	if !bounded(in.SessionID, 1, 256) || !bounded(in.LeaseID, 1, 256) || textLen(in.Cursor) > 128 {
-		return nil, invalid()
-	}
-	if f := in.Frame; f != nil && (!bounded(f.FrameID, 1, 128) || !bounded(f.DocumentEpoch, 1, 512)) {
-		return nil, invalid()
-	}
-	if q := in.Query; q != nil {
-		if !bounded(q.Name, 1, browser.MaxNameLength) || strings.TrimSpace(q.Name) == "" ||
-			(q.Role != "" && (len(q.Role) > 80 || !queryRole.MatchString(q.Role))) {
-			return nil, invalid()
-		}
+	in, err := browser.ParseObserve(params)
+	if err != nil {
+		return nil, r.invalid(err)
 	}
 	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
 	l, p, prov, err := r.leased(owner, in.LeaseID)
@@ -58,18 +43,24 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	}
 	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
 	defer cancel()
-	if !p.acquire(ctx.Done()) {
-		return nil, wire.Err(wire.CodeDeadlineExceeded)
+	if err := p.acquire(ctx.Done()); err != nil {
+		return nil, err
 	}
 	defer p.release()
 	var obs *browser.Observation
-	if in.Frame != nil {
+	switch {
+	case in.RootRef != "":
+		obs, err = r.observeSubtree(ctx, l, p, prov, in.Frame, in.RootRef, in.Query)
+	case in.Frame != nil:
 		obs, err = r.observeFrame(ctx, l, p, prov, in.Frame, in.Query)
-	} else {
+	default:
 		obs, err = r.observe(ctx, l, p, in.Query)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if snapshotSize(obs) > browser.MaxSnapshotSize {
+		return nil, wire.Err(wire.CodeQueueFull)
 	}
 	var base *browser.Observation
 	if in.Cursor != "" {
@@ -97,13 +88,72 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *brows
 	}
 	obs := &browser.Observation{
 		Format: "full", Cursor: randomCursor(), Tab: l.Tab, URL: read.URL, Title: read.Title,
-		DocumentEpoch: read.DocumentEpoch, Revision: p.observed(read.DocumentEpoch),
+		DocumentEpoch: read.DocumentEpoch, Revision: p.observed(read.DocumentEpoch, read.URL),
 		Nodes: []browser.NodeRef{}, Text: []string{}, Truncated: read.Truncated, Scope: browser.Scope{Kind: "document"},
 	}
 	if q != nil {
 		obs.Scope = browser.Scope{Kind: "query", Query: q}
 	}
 	project(obs, p, read.Nodes, q != nil)
+	return obs, nil
+}
+
+// observeSubtree reads only the element rootRef names and what is inside
+// it (with q: its literal matches there), in the main document or in the
+// child frame sel names (under frameTarget's authority). The root is a ref
+// of that document whose role and name still stand, checked before and
+// after the read: one unknown, of another document, replaced or renamed is
+// STALE_TARGET — never a wider read.
+func (r *Runtime) observeSubtree(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *browser.FrameSelector, rootRef string, q *browser.Query) (*browser.Observation, error) {
+	epoch, req := p.currentEpoch(), axRequest{}
+	var minter refMinter = p
+	if sel != nil {
+		f, err := r.frameTarget(ctx, l, p, prov, sel)
+		if err != nil {
+			return nil, err
+		}
+		epoch, req.Frame, minter = sel.DocumentEpoch, f.document(), p.inFrame(sel.DocumentEpoch)
+	}
+	root := p.resolve(rootRef, epoch, sel != nil)
+	if root == nil {
+		return nil, wire.Err(wire.CodeStaleTarget)
+	}
+	if _, err := r.identity(ctx, prov, l, root); err != nil {
+		return nil, err
+	}
+	req.BackendNodeID = root.BackendNodeID
+	if q != nil {
+		req.Name, req.Role = q.Name, q.Role
+	}
+	read, err := callAX(ctx, prov, l, req)
+	if err != nil {
+		return nil, err
+	}
+	if sel == nil {
+		if err := r.checkOrigin(l, read.URL); err != nil {
+			return nil, err
+		}
+	}
+	if read.DocumentEpoch != epoch {
+		return nil, wire.Err(wire.CodeStaleTarget)
+	}
+	if _, err := r.identity(ctx, prov, l, root); err != nil {
+		return nil, err
+	}
+	obs := &browser.Observation{
+		Format: "full", Cursor: randomCursor(), Tab: l.Tab, URL: read.URL, Title: read.Title, DocumentEpoch: read.DocumentEpoch,
+		Nodes: []browser.NodeRef{}, Text: []string{}, Truncated: read.Truncated,
+		Scope: browser.Scope{Kind: "subtree", RootRef: rootRef},
+	}
+	if q != nil {
+		obs.Scope = browser.Scope{Kind: "query", Query: q, RootRef: rootRef}
+	}
+	if sel != nil {
+		obs.Revision, obs.Scope.FrameID = p.observedFrame(), sel.FrameID
+	} else {
+		obs.Revision = p.observed(read.DocumentEpoch, read.URL)
+	}
+	project(obs, minter, read.Nodes, q != nil)
 	return obs, nil
 }
 

@@ -42,7 +42,9 @@ type page struct {
 
 	mu       sync.Mutex
 	epoch    string
+	url      string // of the document last observed (its origin is the activity log's)
 	revision int64
+	queued   int // operations holding or waiting for the queue slot
 	refs     map[string]*target
 	byKey    map[targetKey]string
 	frames   map[string]string // provider frame ID -> public frame ID
@@ -76,6 +78,13 @@ func (r *Runtime) dropPage(leaseID string) {
 	r.mu.Unlock()
 }
 
+// currentEpoch is the main document's epoch as last read.
+func (p *page) currentEpoch() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epoch
+}
+
 // changed wakes everyone waiting for the page to change.
 func (p *page) changed() {
 	p.mu.Lock()
@@ -91,11 +100,12 @@ func (p *page) changes() <-chan struct{} {
 	return p.wake
 }
 
-// observed records a new read of the page: a new epoch forgets every ref.
-// It returns the new revision.
-func (p *page) observed(epoch string) int64 {
+// observed records a new read of the page at url: a new epoch forgets
+// every ref. It returns the new revision.
+func (p *page) observed(epoch, url string) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.url = url
 	if epoch != p.epoch {
 		p.epoch = epoch
 		clear(p.refs)
@@ -127,6 +137,17 @@ func (p *page) ref(t target) string {
 	p.refs[id] = &t
 	p.byKey[k] = id
 	return id
+}
+
+// origin is the origin of the document last observed on the page: under a
+// tab-scoped lease the tab may have left the origin it was claimed on.
+func (p *page) origin(l *lease.Lease) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if o, ok := httpOrigin(p.url); ok {
+		return o
+	}
+	return l.Origin
 }
 
 // observedFrame counts a read of a child frame: a new revision, while the
@@ -170,17 +191,39 @@ func (p *page) resolve(ref, epoch string, inFrame bool) *target {
 	return t
 }
 
-// acquire takes the tab's queue slot, or fails when ctx ends first.
-func (p *page) acquire(done <-chan struct{}) bool {
+// MaxTabQueue bounds the work on one tab: the operation holding the tab's
+// slot and those waiting for it. One more is QUEUE_FULL at once, and
+// nothing queued is evicted.
+const MaxTabQueue = 16
+
+// acquire takes the tab's queue slot: QUEUE_FULL when MaxTabQueue
+// operations already hold or wait for it, DEADLINE_EXCEEDED when done
+// closes first.
+func (p *page) acquire(done <-chan struct{}) error {
+	p.mu.Lock()
+	if p.queued >= MaxTabQueue {
+		p.mu.Unlock()
+		return wire.Err(wire.CodeQueueFull)
+	}
+	p.queued++
+	p.mu.Unlock()
 	select {
 	case p.queue <- struct{}{}:
-		return true
+		return nil
 	case <-done:
-		return false
+		p.mu.Lock()
+		p.queued--
+		p.mu.Unlock()
+		return wire.Err(wire.CodeDeadlineExceeded)
 	}
 }
 
-func (p *page) release() { <-p.queue }
+func (p *page) release() {
+	<-p.queue
+	p.mu.Lock()
+	p.queued--
+	p.mu.Unlock()
+}
 
 // refMinter mints refs for the elements of an observation.
 type refMinter interface{ ref(t target) string }
@@ -240,8 +283,8 @@ func (r *Runtime) withPage(ctx context.Context, owner lease.Owner, leaseID, capa
 	}
 	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
 	defer cancel()
-	if !p.acquire(ctx.Done()) {
-		return nil, wire.Err(wire.CodeDeadlineExceeded)
+	if err := p.acquire(ctx.Done()); err != nil {
+		return nil, err
 	}
 	defer p.release()
 	return fn(ctx, l, p, prov)

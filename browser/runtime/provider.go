@@ -94,11 +94,13 @@ func callLeaseRevoke(ctx context.Context, prov Provider, l *lease.Lease) error {
 	return err
 }
 
-// axRequest is the request of ax.read (Name empty) and ax.find.
+// axRequest is the request of ax.read (Name empty) and ax.find: of the
+// document, or from the element BackendNodeID.
 type axRequest struct {
-	Name  string         `json:"name,omitempty"`
-	Role  string         `json:"role,omitempty"`
-	Frame *frameDocument `json:"frame,omitempty"`
+	Name          string         `json:"name,omitempty"`
+	Role          string         `json:"role,omitempty"`
+	BackendNodeID int64          `json:"backendNodeId,omitempty"`
+	Frame         *frameDocument `json:"frame,omitempty"`
 }
 
 // callAX reads the page's AX nodes (ax.read), or the literal matches of a
@@ -157,26 +159,90 @@ type inputTarget struct {
 	Name          string `json:"name"`
 }
 
-// inputCommand is the request of input.click (X, Y), input.text (Text,
-// Mode) and input.key (Key, Shift).
+// inputCommand is the request of the input methods (PROVIDER.md): every one
+// names the document and (but a scroll of the document) the target;
+// input.click takes X, Y (and ExpectChecked, the checked state a check's
+// click must toggle), input.wheel X, Y and the deltas, input.text Text and
+// Mode (and for an append the Prefix the value must still be), input.key
+// Key and Shift, input.scroll the deltas, input.select Option.
 type inputCommand struct {
 	DocumentEpoch string         `json:"documentEpoch"`
-	Target        inputTarget    `json:"target"`
+	Target        *inputTarget   `json:"target,omitempty"`
 	Frame         *frameDocument `json:"frame,omitempty"`
 	X             *float64       `json:"x,omitempty"`
 	Y             *float64       `json:"y,omitempty"`
+	ExpectChecked any            `json:"expectChecked,omitempty"`
+	DeltaX        *int           `json:"deltaX,omitempty"`
+	DeltaY        *int           `json:"deltaY,omitempty"`
 	Text          *string        `json:"text,omitempty"`
 	Mode          string         `json:"mode,omitempty"`
+	Prefix        *string        `json:"prefix,omitempty"`
 	Key           string         `json:"key,omitempty"`
 	Shift         bool           `json:"shift,omitempty"`
+	Option        *optionChoice  `json:"option,omitempty"`
 }
 
-// callInput dispatches one fenced input (input.click, input.text or
-// input.key). An error of the refusal codes of PROVIDER.md means nothing
-// was dispatched; any other may have come after the input.
+// optionChoice names the option of a <select> to choose, by its index and
+// the label it had when the broker read it.
+type optionChoice struct {
+	Index int    `json:"index"`
+	Label string `json:"label"`
+}
+
+// callInput dispatches one fenced input (input.click, input.text, input.key,
+// input.wheel, input.scroll or input.select). An error of the refusal codes
+// of PROVIDER.md means nothing was dispatched; any other may have come
+// after the input.
 func callInput(ctx context.Context, prov Provider, method string, l *lease.Lease, cmd inputCommand) error {
 	_, err := prov.Call(ctx, method, requestParams[inputCommand]{l, cmd})
 	return err
+}
+
+// domRequest is the request of dom.read: an element (BackendNodeID), or
+// without one the document, of the document DocumentEpoch names.
+type domRequest struct {
+	DocumentEpoch string         `json:"documentEpoch"`
+	BackendNodeID int64          `json:"backendNodeId,omitempty"`
+	Frame         *frameDocument `json:"frame,omitempty"`
+}
+
+// callDOMRead reads the facts of an element, or of the document's scroller.
+func callDOMRead(ctx context.Context, prov Provider, l *lease.Lease, req domRequest) (*domFacts, error) {
+	f, err := call[domFacts](ctx, prov, browser.ProviderDOMRead, requestParams[domRequest]{l, req})
+	if err != nil {
+		return nil, err
+	}
+	if f.Found && f.Scroll == nil {
+		return nil, providerErr(browser.ProviderDOMRead, "facts without a scroll position")
+	}
+	return f, nil
+}
+
+// navigateRequest is the request of page.navigate.
+type navigateRequest struct {
+	DocumentEpoch string `json:"documentEpoch"`
+	URL           string `json:"url"`
+}
+
+// navigation is a provider's answer to page.navigate: the URL as the
+// browser writes it, and the loader of the new document (none for a
+// navigation within the document).
+type navigation struct {
+	URL      string `json:"url"`
+	LoaderID string `json:"loaderId"`
+}
+
+// callNavigate sends the tab to a URL. NAVIGATION_FAILED comes after the
+// request was sent; the other refusal codes mean it was not.
+func callNavigate(ctx context.Context, prov Provider, l *lease.Lease, req navigateRequest) (*navigation, error) {
+	n, err := call[navigation](ctx, prov, browser.ProviderNavigate, requestParams[navigateRequest]{l, req})
+	if err != nil {
+		return nil, err
+	}
+	if n.URL == "" {
+		return nil, providerErr(browser.ProviderNavigate, "no URL")
+	}
+	return n, nil
 }
 
 // cdpParams is the params of cdp: one allowlisted CDP command.
@@ -255,6 +321,47 @@ type axProps struct {
 	Editable  string `json:"editable"`
 	Checked   string `json:"checked"`
 	Hidden    bool   `json:"hidden"`
+}
+
+// domFacts is a provider's answer to dom.read (PROVIDER.md). A password's
+// value is never there.
+type domFacts struct {
+	Found         bool                    `json:"found"` // false: the node no longer exists
+	Connected     bool                    `json:"connected"`
+	SameDocument  bool                    `json:"sameDocument"`
+	Document      bool                    `json:"document"` // the facts of the document's scroller
+	Tag           string                  `json:"tag"`
+	Type          string                  `json:"type"`     // an input's type
+	Role          string                  `json:"role"`     // the role attribute
+	Editable      string                  `json:"editable"` // input, textarea, host or ""
+	Password      bool                    `json:"password"`
+	ReadOnly      bool                    `json:"readOnly"`
+	Multiline     bool                    `json:"multiline"`
+	Focused       bool                    `json:"focused"`
+	Native        string                  `json:"native"` // checkbox, radio or ""
+	MaxLength     int                     `json:"maxLength"`
+	Disabled      bool                    `json:"disabled"`      // :disabled, or inert or aria-disabled within 64 ancestors
+	DisabledKnown bool                    `json:"disabledKnown"` // the ancestors were all seen (at most 64)
+	EnabledState  bool                    `json:"enabledState"`
+	Checked       any                     `json:"checked"` // true, false, "mixed", or absent
+	HostBounded   bool                    `json:"hostBounded"`
+	Value         *string                 `json:"value"`
+	Visible       bool                    `json:"visible"`
+	Scroll        *browser.ScrollPosition `json:"scroll"`
+	Select        *selectFacts            `json:"select"`
+}
+
+type selectFacts struct {
+	Multiple  bool          `json:"multiple"`
+	Truncated bool          `json:"truncated"`
+	Options   []optionFacts `json:"options"`
+}
+
+type optionFacts struct {
+	Label    string `json:"label"`
+	Value    string `json:"value"`
+	Selected bool   `json:"selected"`
+	Disabled bool   `json:"disabled"`
 }
 
 // windowRead is a provider's answer to ax.page (PROVIDER.md).

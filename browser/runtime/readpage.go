@@ -87,7 +87,7 @@ func (r *Runtime) ReadPage(ctx context.Context, c Client, params json.RawMessage
 		if tr.frame != "" {
 			w.Revision, w.Scope = p.observedFrame(), browser.Scope{Kind: "frame", FrameID: tr.frame}
 		} else {
-			w.Revision = p.observed(read.DocumentEpoch)
+			w.Revision = p.observed(read.DocumentEpoch, read.URL)
 		}
 		if tr.rootRef != "" {
 			w.Scope = browser.Scope{Kind: "subtree", RootRef: tr.rootRef, FrameID: tr.frame}

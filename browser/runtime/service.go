@@ -25,6 +25,11 @@ func Register(cfg Config) service.Register {
 		if cfg.Logger == nil {
 			cfg.Logger = h.Logger()
 		}
+		if o, ok := h.(service.Overseer); ok && cfg.Activity == nil {
+			if a := o.Activity(); a != nil { // not a typed nil in the interface
+				cfg.Activity = a
+			}
+		}
 		if cfg.Personal && len(cfg.AllowOrigins) > 0 {
 			return nil, errors.New("--allow-origin applies to restricted mode only; personal mode allows every HTTP(S) tab")
 		}
@@ -112,14 +117,20 @@ func (r *Runtime) instances() []browser.Instance {
 		for _, f := range browser.Features {
 			caps[f] = false
 		}
-		for _, f := range []string{"ax", "keyboard", "appendText", "batch"} {
-			caps[f] = true // on every provider: the required capabilities
+		caps["ax"] = true // the required capabilities
+		for _, f := range []string{"dom", "keyboard", "appendText", "batch", "setChecked", "contenteditableFill", "stateExpectations"} {
+			caps[f] = p.Capable(browser.CapDOMRead) // every action reads elements
 		}
+		caps["domScroll"] = p.Capable(browser.CapInputScroll)
+		caps["wheel"] = p.Capable(browser.CapInputWheel)
+		caps["tabScopedNavigation"] = p.Capable(browser.CapNavigate)
 		caps["screenshot"] = p.Capable(browser.CapCapture)
 		caps["frameDiscovery"] = p.Capable(browser.CapFramesList)
 		caps["pageWindows"] = p.Capable(browser.CapAXPage)
 		caps["sameOriginFrameRead"] = p.Capable(browser.CapFrameRead) && p.Capable(browser.CapFramesList)
 		caps["sameOriginFrameQuery"] = caps["sameOriginFrameRead"]
+		caps["sameOriginFrameSubtree"] = caps["sameOriginFrameRead"]
+		caps["axSubtree"] = true
 		caps["sameOriginFrameClick"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapFrameInput)
 		caps["sameOriginFramePage"] = caps["sameOriginFrameRead"] && p.Capable(browser.CapAXPage)
 		out = append(out, browser.Instance{

@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/rpc"
+	"github.com/dsh-browser/broker/term/termsvc"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -212,6 +213,14 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 			return 1
 		}
 	}
+	var tst termsvc.Status
+	_, hasTerminals := st.Services[termsvc.Kind]
+	if hasTerminals {
+		if err := json.Unmarshal(st.Services[termsvc.Kind], &tst); err != nil {
+			fmt.Fprintf(stderr, "broker status: unexpected terminal section: %v\n", err)
+			return 1
+		}
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "broker\t%s (pid %d)\n", st.Version, st.PID)
 	fmt.Fprintf(tw, "running since\t%s\n", st.StartedAt.Local().Format(time.DateTime))
@@ -220,11 +229,26 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		fmt.Fprintf(tw, "allowed origins\t%s\n", strings.Join(bst.AllowOrigins, ", "))
 	}
 	if st.Admission == broker.AdmissionPrompt {
-		fmt.Fprintf(tw, "admission\tprompt: each new client waits until you allow it in the browser (%d pending)\n", len(st.Pending))
+		fmt.Fprintf(tw, "admission\tprompt: each new client waits until you allow it in the browser or a terminal's bar (%d pending)\n", len(st.Pending))
 	}
 	fmt.Fprintf(tw, "connections\t%d of %d (this one included)\n", st.Connections, st.MaxSockets)
 	fmt.Fprintf(tw, "browsers\t%d of %d\n", len(bst.Instances), st.MaxProviders)
 	fmt.Fprintf(tw, "leases\t%d\n", len(bst.Leases))
+	if hasTerminals {
+		var names []string
+		for _, ts := range tst.Sessions {
+			sharing := "private"
+			if ts.Shared {
+				sharing = fmt.Sprintf("shared with %d", ts.Participants)
+			}
+			names = append(names, ts.ID+" "+sharing)
+		}
+		fmt.Fprintf(tw, "terminals\t%d", len(tst.Sessions))
+		if len(names) > 0 {
+			fmt.Fprintf(tw, " (%s)", strings.Join(names, ", "))
+		}
+		fmt.Fprintf(tw, "; agents connect to %s\n", tst.AgentSocket)
+	}
 	if j := st.Journal; j != nil {
 		if j.Problem != "" {
 			fmt.Fprintf(tw, "journal\tUNAVAILABLE: %s\n", j.Problem)
@@ -237,6 +261,13 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		}
 	} else {
 		fmt.Fprintf(tw, "journal\tnone (action fences kept in memory)\n")
+	}
+	if a := st.Activity; a != nil {
+		if a.Problem != nil {
+			fmt.Fprintf(tw, "activity log\tUNAVAILABLE: %s (%s); actions are shown for this run only\n", a.Problem.Reason, a.Problem.Fix)
+		} else {
+			fmt.Fprintf(tw, "activity log\t%s (%d actions; broker log, or the browser's console)\n", a.Path, a.Entries)
+		}
 	}
 	tw.Flush()
 	if len(st.Pending) > 0 {

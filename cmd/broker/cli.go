@@ -17,8 +17,10 @@ Usage:
   broker uninstall [flags]          remove what install wrote (keeps token and state)
   broker app COMMAND [ARGS]         your Snug micro-apps (install, list, open, …)
   broker call METHOD [PARAMS_JSON]  send one request and print its value as JSON
-  broker mcp [flags]                serve the browser as MCP tools on stdio (for AI hosts)
+  broker mcp [flags]                serve the browser and shared terminals as MCP tools (for AI hosts)
   broker status                     show the broker, its browsers, leases and journal
+  broker console                    open the owner's console in the browser (agents, questions, Stop)
+  broker log [--follow]             show what agents asked the browser to do
   broker term [-- COMMAND…]         run your shell as a terminal you may share with agents
   broker journal reset              move an unusable action journal aside (broker stopped)
   broker help [COMMAND]             show help
@@ -26,7 +28,8 @@ Usage:
 Run 'broker help COMMAND' or 'broker COMMAND --help' for a command's flags.
 
 Paths: the runtime directory is --runtime-dir, else $DSH_RUNTIME_DIR, else
-$XDG_RUNTIME_DIR/dsh, else /tmp/dsh-$UID; it holds broker.sock and auth-token.
+$XDG_RUNTIME_DIR/dsh, else /tmp/dsh-$UID; it holds broker.sock, auth-token and
+conn.sock (the agent socket of shared terminals; $CONN_SOCKET overrides it).
 `
 
 type command struct {
@@ -40,9 +43,11 @@ func init() {
 	commands = map[string]command{
 		"app":       {"install, open and manage Snug micro-apps", runApp},
 		"call":      {"send one request and print its value", runCall},
+		"console":   {"open the owner's console in the browser", runConsole},
+		"log":       {"show what agents asked the browser to do", runLog},
 		"install":   {"register the native host and user service", runInstall},
 		"journal":   {"reset an unusable action journal", runJournal},
-		"mcp":       {"serve the browser as MCP tools on stdio", runMCP},
+		"mcp":       {"serve the browser and shared terminals as MCP tools on stdio", runMCP},
 		"serve":     {"run the daemon", runServe},
 		"status":    {"show the broker's state", runStatus},
 		"term":      {"run a shell you may share with agents", runTerm},

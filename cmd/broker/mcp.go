@@ -11,20 +11,24 @@ import (
 
 const mcpSynopsis = `mcp [flags]
 
-Serves the browser as Model Context Protocol tools on standard input and
-output, for an MCP host (Claude Desktop, Claude Code, Cursor, VS Code, …):
+Serves the browser, and the terminals you share with 'broker term', as
+Model Context Protocol tools on standard input and output, for an MCP host
+(Claude Desktop, Claude Code, Cursor, VS Code, …):
 
   claude mcp add dsh -- broker mcp
   {"command": "broker", "args": ["mcp"]}
 
 It connects to the running broker as an ordinary client (start it with
-'broker serve' or 'systemctl --user start broker.socket'); without one it
-still starts, and its tools say how to start the broker. Logs go to
+'broker serve' or 'systemctl --user start broker.socket'), and to the
+shared terminals as an agent of the agent socket (you admit it in the bar
+of your terminal); without a broker it still starts, and its tools say how
+to start one. Logs go to
 standard error; standard output is the protocol.`
 
 func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("mcp", mcpSynopsis, stderr)
 	opts := clientFlags(fs)
+	agentSocket := fs.String("agent-socket", "", "the shared terminals' agent socket (default RUNTIME/conn.sock, or $CONN_SOCKET)")
 	level := fs.String("log-level", "info", "debug, info, warn or error (logs go to stderr)")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -43,6 +47,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	srv := mcpserver.New(mcpserver.Options{
 		RuntimeDir:  o.RuntimeDir,
 		SocketPath:  o.SocketPath,
+		AgentSocket: *agentSocket,
 		Version:     version(),
 		Logger:      log,
 		NameProcess: true,

@@ -17,12 +17,15 @@ import (
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/snug/hub"
+	"github.com/dsh-browser/broker/term/agentsock"
+	"github.com/dsh-browser/broker/term/termsvc"
 )
 
 func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
 	fs := newFlags("serve", "serve [flags]\n\nRuns the broker in the foreground until SIGTERM or Ctrl-C. Under systemd it\nserves the socket handed over by broker.socket and reports readiness.", stderr)
 	runtimeDir := fs.String("runtime-dir", "", "runtime directory (socket, token); see 'broker help'")
 	socket := fs.String("socket", "", "socket path (default RUNTIME/broker.sock, or $DSH_SOCKET)")
+	agentSocket := fs.String("agent-socket", "", "the agent socket for shared terminals (default RUNTIME/conn.sock, or $CONN_SOCKET)")
 	stateDir := fs.String("state-dir", "", "state directory (default $DSH_STATE_DIR, $XDG_STATE_HOME/dsh or ~/.local/state/dsh)")
 	access := fs.String("access-mode", browser.AccessRestricted, "restricted: the user approves every claim in the extension; personal: prompt-free HTTP(S) tabs")
 	var allow multiFlag
@@ -58,6 +61,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		Services: []service.Register{
 			runtime.Register(runtime.Config{Personal: *access == browser.AccessPersonal, AllowOrigins: allow}),
 			hub.Register(hub.Config{StateDir: sd}),
+			termsvc.Register(termsvc.Config{Socket: agentsock.Config{SocketPath: paths.AgentSocket(*agentSocket, rd)}}),
 		},
 		Admission:      *admission,
 		MaxConnections: *maxConns,

@@ -321,12 +321,14 @@ class Walk {
   }
 }
 
-// find is a literal, case-sensitive search by accessible name (and role).
-export async function find(send, page, name, role, { hidden = false, frameId } = {}) {
-  if (hidden) return findByWalk(send, page, name, role, frameId);
+// find is a literal, case-sensitive search by accessible name (and role),
+// in the document or under the element of backend node root.
+export async function find(send, page, name, role, { hidden = false, frameId, root } = {}) {
+  if (hidden) return findByWalk(send, page, name, role, frameId, root);
   const r = new Reader(send, page);
-  const { root } = await r.call('DOM.getDocument', { depth: 0 });
-  const params = { backendNodeId: root.backendNodeId, accessibleName: name };
+  let backendNodeId = root;
+  if (backendNodeId === undefined) ({ root: { backendNodeId } } = await r.call('DOM.getDocument', { depth: 0 }));
+  const params = { backendNodeId, accessibleName: name };
   if (role !== undefined) params.role = role;
   const { nodes } = await r.call('Accessibility.queryAXTree', params);
   const matches = (nodes ?? []).filter((n) => !n.ignored);
@@ -341,11 +343,11 @@ export async function find(send, page, name, role, { hidden = false, frameId } =
 // answers queryAXTree, and for a child frame: the bounded walk of read,
 // keeping only the nodes whose name (and role) match. Matches past the walk's budgets are not
 // found, and the result says truncated.
-async function findByWalk(send, page, name, role, frameId) {
+async function findByWalk(send, page, name, role, frameId, backendNodeId) {
   const r = new Reader(send, page);
   const match = (n) => String(n.name?.value ?? '') === name && (role === undefined || n.role?.value === role);
   const w = new Walk(r, { match, frameId });
-  const root = await w.root();
+  const root = await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
   if (r.nodes.length > MAX_MATCHES) {
     r.nodes.length = MAX_MATCHES;

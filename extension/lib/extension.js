@@ -3,18 +3,22 @@
 // synchronously, as MV3 requires of a service worker's first turn.
 import { fail, isObject, orFail } from './errors.js';
 import { createTransport } from './transport.js';
-import { CAP, METHOD } from './protocol.js';
+import { CAP, LIMITS, METHOD } from './protocol.js';
 import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
 import { createApprovals, ADMIT_WINDOW } from './approval.js';
+import { createConsents } from './consent.js';
+import { createOwner } from './owner.js';
 import * as ax from './ax.js';
 import * as input from './input.js';
+import * as dom from './dom.js';
 import { checkCdp } from './cdp.js';
 import { topology } from './frames.js';
 import { capture } from './capture.js';
 import { encodeJpeg } from './image.js';
 
 const CAPABILITIES = [CAP.LEASE_FENCING, CAP.LEASE_TAB_SCOPE, CAP.AX_READ, CAP.AX_FIND, CAP.INPUT_NAMED_KEYS,
-  CAP.FRAMES_LIST, CAP.CAPTURE, CAP.AX_PAGE, CAP.FRAME_READ, CAP.FRAME_INPUT, CAP.ORDERED_IDS];
+  CAP.FRAMES_LIST, CAP.CAPTURE, CAP.AX_PAGE, CAP.FRAME_READ, CAP.FRAME_INPUT, CAP.ORDERED_IDS,
+  CAP.DOM_READ, CAP.INPUT_SCROLL, CAP.INPUT_WHEEL, CAP.INPUT_SELECT, CAP.PAGE_NAVIGATE, CAP.OWNER_CONSOLE];
 const REQUIRED_CAPABILITIES = [CAP.RUNTIME];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
@@ -47,7 +51,8 @@ export function createExtension(chrome, {
   encodeImage = encodeJpeg, // the Node tests pass a recorder: they have no canvas
 } = {}) {
   const identity = browserIdentity(navigator);
-  const approvals = createApprovals({ chrome, timers, uuid });
+  const consents = createConsents({ onChange: () => owner.changed(['consents']) });
+  const approvals = createApprovals({ chrome, timers, uuid, now, onChange: () => owner.changed(['questions']) });
   const gates = createGates({ chrome, timers, now, emit: (conn, event, value) => transport.emit(conn, event, value) });
   const transport = createTransport({
     chrome, timers, uuid,
@@ -62,7 +67,10 @@ export function createExtension(chrome, {
       return methods[method](conn, params, signal);
     },
     onClose: (conn) => gates.dropConnection(conn),
+    onEvent: (event, value) => owner.changed(Array.isArray(value?.topics) ? value.topics.filter((t) => typeof t === 'string') : []),
+    onStatus: () => owner.changed(['connection']),
   });
+  const owner = createOwner({ chrome, transport, approvals, gates, consents });
 
   const getTab = (tabId) => orFail(chrome.tabs.get(tabId), 'STALE_TARGET');
 
@@ -84,7 +92,9 @@ export function createExtension(chrome, {
     try {
       let tab = await getTab(tabId);
       grantable(tab, lease);
-      if (lease.scope === 'origin') {
+      // A tab the owner allowed beforehand, on that origin, is granted at
+      // once; any other origin lease asks in the approval window.
+      if (lease.scope === 'origin' && !consents.allows(tabId, lease.origin)) {
         const details = { client: label, title: tab.title ?? '', origin: originOf(tab.url) };
         if (!(await approvals.ask(details, signal))) fail('POLICY_DENIED');
         tab = await getTab(tabId); // it may have navigated while the user decided
@@ -168,7 +178,10 @@ export function createExtension(chrome, {
     for (let attempt = 0; attempt < 2; attempt++) {
       const frame = await current();
       const epoch = `${frame.id}:${frame.loaderId}`;
-      const result = await read({ ...page, documentEpoch: epoch, url: frame.url });
+      // The URL as the tab shows it: with its fragment, and for a failed
+      // navigation the URL that could not be reached.
+      const url = frame.unreachableUrl ?? frame.url + (frame.urlFragment ?? '');
+      const result = await read({ ...page, documentEpoch: epoch, url });
       const after = await current();
       if (`${after.id}:${after.loaderId}` === epoch) return result;
     }
@@ -198,6 +211,7 @@ export function createExtension(chrome, {
   }
 
   const validFrame = (f) => isObject(f) && nonEmpty(f.frameId) && nonEmpty(f.loaderId) && Object.keys(f).length === 2;
+  const validNode = (id) => Number.isInteger(id) && id > 0;
 
   // inFrame runs read on a child frame's document, only while it and every
   // frame above it are of the main document's origin: checked before and
@@ -251,6 +265,44 @@ export function createExtension(chrome, {
     },
   );
 
+  // onDocument runs read while the request's document (the main one, or a
+  // same-origin child frame's) is the one it names, checked before and
+  // after; read gets the frame to run DOM functions in.
+  const onDocument = (ctx, read) => {
+    const { frame, documentEpoch } = ctx.request;
+    return oneDocument(ctx, async (page) => {
+      if (!frame) {
+        if (page.documentEpoch !== documentEpoch) fail('STALE_TARGET');
+        return read(dom.mainFrame(ctx.gate));
+      }
+      return inFrame(ctx, page, frame, async (p) => {
+        if (p.documentEpoch !== documentEpoch) fail('STALE_TARGET');
+        return read(frame);
+      });
+    });
+  };
+
+  // navigate sends the tab to a credential-free HTTP(S) URL: for an origin
+  // lease only on its origin. It answers the loader of the new document
+  // (absent for a navigation within the document) and the URL as the
+  // browser writes it; a navigation that fails or becomes a download is
+  // NAVIGATION_FAILED, after the request was sent.
+  async function navigate({ gate, send, page, request }) {
+    const { frameTree } = await send('Page.getFrameTree', {});
+    if (`${frameTree.frame.id}:${frameTree.frame.loaderId}` !== request.documentEpoch) fail('STALE_TARGET');
+    let url;
+    try {
+      url = new URL(request.url);
+    } catch {
+      fail('POLICY_DENIED');
+    }
+    if (!isHttp(url.href) || url.username !== '' || url.password !== '') fail('POLICY_DENIED');
+    if (gate.scope === 'origin' && url.origin !== gate.origin) fail('POLICY_DENIED');
+    const res = await send('Page.navigate', { url: url.href });
+    if (res.errorText || res.isDownload) fail('NAVIGATION_FAILED');
+    return { url: url.href, ...(res.loaderId ? { loaderId: res.loaderId } : {}) };
+  }
+
   const methods = {
     [METHOD.TABS_LIST]: async (conn) => (await chrome.tabs.query({}))
       .filter((t) => isHttp(t.url))
@@ -260,28 +312,29 @@ export function createExtension(chrome, {
     [METHOD.LEASE_REVOKE]: revoke,
     [METHOD.AX_READ]: leased(
       ({ request: r }) => {
-        if (!isObject(r) || (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
-            (r.frame !== undefined && !(validFrame(r.frame) && r.backendNodeId === undefined))) fail('INVALID_REQUEST');
+        if (!isObject(r) || (r.backendNodeId !== undefined && !validNode(r.backendNodeId)) ||
+            (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
       (ctx) => oneDocument(ctx, (page) => {
-        const f = ctx.request.frame;
-        if (!f) return ax.read(ctx.send, page, ctx.request.backendNodeId);
-        return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, undefined, f.frameId));
+        const { frame: f, backendNodeId } = ctx.request;
+        if (!f) return ax.read(ctx.send, page, backendNodeId);
+        return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
       }),
     ),
     [METHOD.AX_FIND]: leased(
       ({ request: r }) => {
         if (!isObject(r) || !nonEmpty(r.name) || (r.role !== undefined && !nonEmpty(r.role)) ||
+            (r.backendNodeId !== undefined && !validNode(r.backendNodeId)) ||
             (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
       async (ctx) => {
-        const { name, role, frame } = ctx.request;
+        const { name, role, frame, backendNodeId: root } = ctx.request;
         const hidden = await notShown(ctx.tab);
         return oneDocument(ctx, (page) => {
-          if (!frame) return ax.find(ctx.send, page, name, role, { hidden });
+          if (!frame) return ax.find(ctx.send, page, name, role, { hidden, root });
           // In a child frame the search walks its tree (queryAXTree starts
           // from a document node of the main frame).
-          return inFrame(ctx, page, frame, (p) => ax.find(ctx.send, p, name, role, { hidden: true, frameId: frame.frameId }));
+          return inFrame(ctx, page, frame, (p) => ax.find(ctx.send, p, name, role, { hidden: true, frameId: frame.frameId, root }));
         });
       },
     ),
@@ -311,10 +364,39 @@ export function createExtension(chrome, {
     [METHOD.INPUT_CLICK]: inputMethod('click'),
     [METHOD.INPUT_TEXT]: inputMethod('text'),
     [METHOD.INPUT_KEY]: inputMethod('key'),
+    [METHOD.INPUT_WHEEL]: inputMethod('wheel'),
+    [METHOD.INPUT_SCROLL]: inputMethod('scroll'),
+    [METHOD.INPUT_SELECT]: inputMethod('select'),
+    [METHOD.DOM_READ]: leased(
+      ({ request: r }) => {
+        if (!isObject(r) || typeof r.documentEpoch !== 'string' ||
+            (r.backendNodeId !== undefined && !(Number.isInteger(r.backendNodeId) && r.backendNodeId > 0)) ||
+            (r.frame !== undefined && !(validFrame(r.frame) && r.backendNodeId !== undefined)) ||
+            Object.keys(r).some((k) => !['documentEpoch', 'backendNodeId', 'frame'].includes(k))) fail('INVALID_REQUEST');
+      },
+      (ctx) => onDocument(ctx, (frame) => dom.read(ctx.gate, ctx.send, frame, ctx.request.backendNodeId)),
+    ),
+    [METHOD.PAGE_NAVIGATE]: leased(
+      ({ request: r }) => {
+        if (!isObject(r) || typeof r.documentEpoch !== 'string' || typeof r.url !== 'string' ||
+            r.url.length > LIMITS.MAX_URL || Object.keys(r).length !== 2) fail('INVALID_REQUEST');
+      },
+      navigate,
+    ),
+    [METHOD.CONSOLE_OPEN]: () => owner.open(),
   };
   // Every provider method the broker calls (protocol.js) has a handler.
   for (const m of Object.values(METHOD)) {
     if (!Object.hasOwn(methods, m)) throw new Error(`extension: no handler for the provider method ${m}`);
+  }
+
+  // shownTab is the tab the popup speaks of: the active tab of the last
+  // focused normal window (the popup's own window is not one).
+  async function shownTab() {
+    const win = await chrome.windows.getLastFocused({ windowTypes: ['normal'] }).catch(() => undefined);
+    if (win?.id === undefined) return undefined;
+    const [tab] = await chrome.tabs.query({ active: true, windowId: win.id });
+    return tab;
   }
 
   async function popupState() {
@@ -322,13 +404,20 @@ export function createExtension(chrome, {
       const tab = await chrome.tabs.get(g.tabId).catch(() => ({}));
       return { tabId: g.tabId, title: tab.title ?? '', url: tab.url ?? '', scope: g.scope };
     }));
-    return { status: transport.status(), tabs };
+    const tab = await shownTab();
+    const here = tab && isHttp(tab.url) ?
+      { tabId: tab.id, title: tab.title ?? '', origin: originOf(tab.url), allowed: consents.allows(tab.id, originOf(tab.url)) } :
+      undefined;
+    return { status: transport.status(), tabs, here };
   }
 
   chrome.debugger.onEvent.addListener(gates.onEvent);
   chrome.debugger.onDetach.addListener(gates.onDetach);
   chrome.tabs.onRemoved.addListener(gates.onTabRemoved);
+  chrome.tabs.onRemoved.addListener(consents.onRemoved);
+  chrome.tabs.onUpdated.addListener(consents.onUpdated);
   chrome.windows.onRemoved.addListener(approvals.onWindowRemoved);
+  chrome.runtime.onConnect.addListener(owner.onConnect);
   chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
     switch (msg?.type) {
       case 'approval.get':
@@ -340,8 +429,15 @@ export function createExtension(chrome, {
         return true; // answered asynchronously
       case 'popup.stop':
         gates.stopAll();
+        consents.clear();
         sendResponse(true);
         return false;
+      case 'popup.allow': // the owner allows the tab the popup showed, for its current origin
+        chrome.tabs.get(msg.tabId).then((tab) => consents.allow(tab), () => false).then(sendResponse);
+        return true;
+      case 'popup.console':
+        owner.open().then(() => sendResponse(true), () => sendResponse(false));
+        return true;
     }
     return false;
   });
@@ -359,5 +455,6 @@ export function createExtension(chrome, {
     // the same browser identity.
     askOwner: (params, signal) => admit(null, params, signal),
     identity,
+    consents,
   };
 }

@@ -50,7 +50,7 @@ export function createGates({ chrome, timers, now, emit }) {
     const gate = {
       conn, tabId, handle: lease.tab, leaseId: lease.id, token: lease.token,
       scope: lease.scope, origin: lease.origin, expiresAt: 0, expiryTimer: null,
-      epoch: null, mainFrameId: null, sequence: 0, changeTimer: null,
+      epoch: null, mainFrameId: null, mainLoaderId: null, sequence: 0, changeTimer: null,
       queue: Promise.resolve(), dropped: false,
     };
     gates.set(tabId, gate);
@@ -136,10 +136,14 @@ export function createGates({ chrome, timers, now, emit }) {
     }, PAGE_CHANGE_COALESCE_MS);
   }
 
+  // setMainFrame records the main frame's document. A navigation that
+  // failed shows Chrome's error page for the URL it could not reach: that
+  // URL is what the lease is checked against.
   function setMainFrame(gate, frame) {
     gate.mainFrameId = frame.id;
+    gate.mainLoaderId = frame.loaderId;
     gate.epoch = `${frame.id}:${frame.loaderId}`;
-    return allowed(gate, frame.url);
+    return allowed(gate, frame.unreachableUrl ?? frame.url);
   }
 
   function onEvent(source, method, params) {

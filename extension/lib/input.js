@@ -2,6 +2,7 @@
 // is dispatched when one fails.
 import { CodeError, fail, isObject, orFail } from './errors.js';
 import { LIMITS, NAMED_KEYS } from './protocol.js';
+import { callOn, mainFrame, CHECKED_IS, SCROLL_BY, SELECT_OPTION, TEXT_GUARD } from './dom.js';
 
 const MAX_TEXT = LIMITS.MAX_ACTION_TEXT;
 const CTRL = 2;
@@ -49,24 +50,49 @@ export function checkRequest(kind, r) {
 const validFrame = (f) => isObject(f) && typeof f.frameId === 'string' && f.frameId !== '' &&
   typeof f.loaderId === 'string' && f.loaderId !== '' && Object.keys(f).length === 2;
 
+const validTarget = (t) => isObject(t) && Number.isInteger(t.backendNodeId) && t.backendNodeId > 0 &&
+  typeof t.role === 'string' && typeof t.name === 'string';
+const validDelta = (d) => Number.isInteger(d) && Math.abs(d) <= LIMITS.MAX_SCROLL_DELTA;
+const validDeltas = (r) => validDelta(r.deltaX) && validDelta(r.deltaY) && (r.deltaX !== 0 || r.deltaY !== 0);
+
+// The fields of each kind's request besides documentEpoch, target and frame.
+const FIELDS = {
+  click: ['x', 'y', 'expectChecked'],
+  wheel: ['x', 'y', 'deltaX', 'deltaY'],
+  text: ['text', 'mode', 'prefix'],
+  key: ['key', 'shift'],
+  scroll: ['deltaX', 'deltaY'],
+  select: ['option'],
+};
+
 function validRequest(kind, r) {
-  const t = r?.target;
-  if (!isObject(r) || typeof r.documentEpoch !== 'string' || !isObject(t) ||
-      !(Number.isInteger(t.backendNodeId) && t.backendNodeId > 0) ||
-      typeof t.role !== 'string' || typeof t.name !== 'string') return false;
-  if (r.frame !== undefined && !validFrame(r.frame)) return false;
+  if (!isObject(r) || typeof r.documentEpoch !== 'string') return false;
+  // Every kind names its target but a scroll of the document.
+  if (r.target === undefined ? kind !== 'scroll' : !validTarget(r.target)) return false;
+  if (r.frame !== undefined && (!validFrame(r.frame) || kind === 'scroll' || kind === 'select' || kind === 'wheel')) return false;
+  if (Object.keys(r).some((k) => !['documentEpoch', 'target', 'frame', ...FIELDS[kind]].includes(k))) return false;
   switch (kind) {
     case 'click':
-      return Number.isFinite(r.x) && Number.isFinite(r.y);
+      return Number.isFinite(r.x) && Number.isFinite(r.y) &&
+        (r.expectChecked === undefined || typeof r.expectChecked === 'boolean' || r.expectChecked === 'mixed');
+    case 'wheel':
+      return Number.isFinite(r.x) && Number.isFinite(r.y) && validDeltas(r);
     case 'text':
-      return typeof r.text === 'string' && codePoints(r.text) <= MAX_TEXT && ['replace', 'insert', 'append'].includes(r.mode);
+      return typeof r.text === 'string' && codePoints(r.text) <= MAX_TEXT && ['replace', 'insert', 'append'].includes(r.mode) &&
+        (r.mode === 'append' ? typeof r.prefix === 'string' && r.prefix.length <= MAX_TEXT : r.prefix === undefined);
     case 'key':
       return namedKeys.has(r.key) && (r.shift === undefined || typeof r.shift === 'boolean');
+    case 'scroll':
+      return validDeltas(r);
+    case 'select':
+      return isObject(r.option) && Object.keys(r.option).length === 2 && Number.isInteger(r.option.index) &&
+        r.option.index >= 0 && typeof r.option.label === 'string' && r.option.label.length <= LIMITS.MAX_NAME_LENGTH;
   }
   return false;
 }
 
-// events lists the CDP calls that make up one input, in order.
+// events lists the CDP calls that make up one input, in order. A call that
+// is a function instead runs in the page's isolated world on the target.
 function events(kind, r) {
   switch (kind) {
     case 'click': {
@@ -76,16 +102,22 @@ function events(kind, r) {
         ['Input.dispatchMouseEvent', { ...at, type: 'mouseReleased', buttons: 0 }],
       ];
     }
+    case 'wheel':
+      return [['Input.dispatchMouseEvent', { type: 'mouseWheel', x: r.x, y: r.y, deltaX: r.deltaX, deltaY: r.deltaY }]];
     case 'text': {
       const steps = [];
       if (r.mode === 'replace') steps.push(...keyPair(selectAllKey, CTRL, ['selectAll']));
-      if (r.mode === 'append') steps.push(...keyPair(namedKeys.get('End'), CTRL, ['moveToEndOfDocument']));
+      // append: TEXT_GUARD put the caret at the end.
       if (r.mode === 'replace' && r.text === '') steps.push(...keyPair(namedKeys.get('Backspace')));
-      else steps.push(['Input.insertText', { text: r.text }]);
+      else if (r.text !== '') steps.push(['Input.insertText', { text: r.text }]);
       return steps;
     }
     case 'key':
       return keyPair(namedKeys.get(r.key), r.shift ? SHIFT : 0);
+    case 'scroll':
+      return [[SCROLL_BY, [r.deltaX, r.deltaY]]];
+    case 'select':
+      return [[SELECT_OPTION, [r.option.index, r.option.label]]];
   }
 }
 
@@ -125,18 +157,43 @@ async function hitTest(gate, send, backendNodeId, x, y) {
 // the child frame's after its origin checks), before and after the checks.
 export async function dispatch(kind, gate, send, r, current = async () => gate.epoch) {
   const t = r.target;
+  const frame = r.frame ?? mainFrame(gate);
+  const guard = async (fn, args) => {
+    const code = await callOn(gate, send, frame, t?.backendNodeId, fn, args);
+    if (code !== '') fail(typeof code === 'string' ? code : 'STALE_TARGET');
+  };
   if (r.documentEpoch !== (await current())) fail('STALE_TARGET');
-  const { nodes } = await orFail(send('Accessibility.getPartialAXTree', { backendNodeId: t.backendNodeId, fetchRelatives: false }), 'STALE_TARGET');
-  const n = nodes?.find((x) => x.backendDOMNodeId === t.backendNodeId);
-  if (!n || n.ignored || String(n.role?.value ?? '') !== t.role || String(n.name?.value ?? '') !== t.name) fail('STALE_TARGET');
-  if (kind === 'click') await hitTest(gate, send, t.backendNodeId, r.x, r.y);
-  else await orFail(send('DOM.focus', { backendNodeId: t.backendNodeId }), 'NOT_ACTIONABLE');
+  if (t) {
+    const { nodes } = await orFail(send('Accessibility.getPartialAXTree', { backendNodeId: t.backendNodeId, fetchRelatives: false }), 'STALE_TARGET');
+    const n = nodes?.find((x) => x.backendDOMNodeId === t.backendNodeId);
+    if (!n || n.ignored || String(n.role?.value ?? '') !== t.role || String(n.name?.value ?? '') !== t.name) fail('STALE_TARGET');
+  }
+  switch (kind) {
+    case 'click':
+    case 'wheel':
+      await hitTest(gate, send, t.backendNodeId, r.x, r.y);
+      if (r.expectChecked !== undefined) await guard(CHECKED_IS, [r.expectChecked]);
+      break;
+    case 'text':
+      await orFail(send('DOM.focus', { backendNodeId: t.backendNodeId }), 'NOT_ACTIONABLE');
+      await guard(TEXT_GUARD, [r.mode, r.text, r.prefix ?? '']);
+      break;
+    case 'key':
+      await orFail(send('DOM.focus', { backendNodeId: t.backendNodeId }), 'NOT_ACTIONABLE');
+      break;
+  }
   if (r.documentEpoch !== (await current())) fail('STALE_TARGET'); // navigated while we checked
 
   let sent = 0;
   try {
-    for (const [method, params] of events(kind, r)) {
-      await send(method, params);
+    for (const [step, params] of events(kind, r)) {
+      if (step.startsWith('function')) {
+        // A fixed function on the target: a code means it changed nothing.
+        const code = await callOn(gate, send, frame, t?.backendNodeId, step, params);
+        if (code !== '') fail(sent === 0 && typeof code === 'string' ? code : 'INTERNAL_ERROR');
+      } else {
+        await send(step, params);
+      }
       sent++;
     }
   } catch (e) {

@@ -13,9 +13,15 @@ export const CAP = Object.freeze({
   CAPTURE: "capture.v1",
   FRAME_READ: "ax.read-frame.v1",
   FRAME_INPUT: "input.frame.v1",
+  DOM_READ: "dom.read.v1",
+  INPUT_SCROLL: "input.scroll.v1",
+  INPUT_WHEEL: "input.wheel.v1",
+  INPUT_SELECT: "input.select.v1",
+  PAGE_NAVIGATE: "page.navigate.v1",
   RUNTIME: "runtime.v1",
   PERSONAL_MODE: "broker.personal-mode.v1",
   ORDERED_IDS: "transport.ordered-ids.v1",
+  OWNER_CONSOLE: "owner.console.v1",
 });
 
 // Provider methods the broker calls.
@@ -32,13 +38,27 @@ export const METHOD = Object.freeze({
   INPUT_CLICK: "input.click",
   INPUT_TEXT: "input.text",
   INPUT_KEY: "input.key",
+  INPUT_WHEEL: "input.wheel",
+  INPUT_SCROLL: "input.scroll",
+  INPUT_SELECT: "input.select",
+  DOM_READ: "dom.read",
+  PAGE_NAVIGATE: "page.navigate",
   CDP: "cdp",
+  CONSOLE_OPEN: "console.open",
 });
 
 // Provider events the broker handles.
 export const EVENT = Object.freeze({
   LEASE_REVOKED: "lease.revoked",
   PAGE_CHANGED: "page.changed",
+});
+
+// The owner's console: requests an owner surface sends the broker, and its event.
+export const OWNER = Object.freeze({
+  STATE: "owner.state",
+  STOP: "owner.stop",
+  LOG: "owner.log",
+  CHANGED: "owner.changed",
 });
 
 // Keys input.key presses.
@@ -48,6 +68,8 @@ export const NAMED_KEYS = Object.freeze(["ArrowDown","ArrowLeft","ArrowRight","A
 export const LIMITS = Object.freeze({
   MAX_ACTION_TEXT: 10000,
   MAX_NAME_LENGTH: 1000,
+  MAX_URL: 8192,
+  MAX_SCROLL_DELTA: 10000,
   MAX_SCREENSHOT_DATA: 800000,
   MAX_PROVIDER_ANSWER: 900000,
   MAX_IN_FLIGHT: 32,

@@ -3,7 +3,7 @@
 // time; a closed connection's port can no longer reach anything.
 import { validateEnvelope, validateWelcome, errorCodes } from './schema.js';
 import { CodeError } from './errors.js';
-import { CAP, LIMITS } from './protocol.js';
+import { CAP, LIMITS, OWNER } from './protocol.js';
 
 const HOST = 'dev.dsh.broker';
 const WELCOME_TIMEOUT_MS = LIMITS.HANDSHAKE_TIMEOUT_MS;
@@ -15,13 +15,20 @@ const BACKOFF_MAX_MS = 30000;
 const PERSONAL_MODE = CAP.PERSONAL_MODE;
 const ORDERED_IDS = CAP.ORDERED_IDS;
 const ORDERED_ID = /^[1-9][0-9]{0,15}$/;
+// Requests the extension sends the broker (the owner's console) wait this
+// long for an answer, and at most this many are under way at once.
+const CALL_TIMEOUT_MS = 10000;
+const MAX_CALLS = 8;
 
 const utf8 = new TextEncoder();
 
 // createTransport wires one connection at a time. handle(conn, method,
 // params, signal) answers broker requests; onClose(conn) runs synchronously
-// on every teardown, before the port is dropped.
-export function createTransport({ chrome, timers, uuid, hello, requiredCapabilities, handle, onClose }) {
+// on every teardown, before the port is dropped; onEvent(event, value)
+// gets the broker's owner.changed events; onStatus() runs when the
+// connection is welcomed or closes.
+export function createTransport({ chrome, timers, uuid, hello, requiredCapabilities, handle, onClose,
+  onEvent = () => {}, onStatus = () => {} }) {
   let current = null;
   let backoff = BACKOFF_MIN_MS;
 
@@ -37,6 +44,8 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
       ordered: false, // transport.ordered-ids.v1 negotiated
       highest: 0, // the highest request ID in ordered mode
       inFlight: new Map(), // request ID -> AbortController
+      calls: new Map(), // our request ID -> {resolve, reject, timer}
+      lastCall: 0, // our request IDs after the hello are 1, 2, 3, … (ordered IDs)
       timer: null,
     };
     current = conn;
@@ -70,7 +79,41 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
     if (!conn.welcomed) return handshake(conn, msg);
     if (msg.type === 'request') return request(conn, msg);
     if (msg.type === 'cancel') return cancel(conn, msg.id);
-    close(conn); // we sent no request after the hello, and events are ours to send
+    if (msg.type === 'response') return answered(conn, msg);
+    if (msg.type === 'event' && msg.event === OWNER.CHANGED) return onEvent(msg.event, msg.value);
+    close(conn); // the broker sends no other event, and no response to a request we never sent
+  }
+
+  // answered settles one of our calls. A late answer (the call gave up) is
+  // ignored; an answer to an ID we never sent closes the connection.
+  function answered(conn, msg) {
+    const n = ORDERED_ID.test(msg.id) ? Number(msg.id) : 0;
+    if (!(n >= 1 && n <= conn.lastCall)) return close(conn);
+    const call = conn.calls.get(msg.id);
+    if (!call) return;
+    conn.calls.delete(msg.id);
+    timers.clearTimeout(call.timer);
+    if (msg.ok) call.resolve(msg.value);
+    else call.reject(new CodeError(msg.code));
+  }
+
+  // call sends the broker a request (only the owner's console does) and
+  // resolves with its value, or rejects with a CodeError: the broker's
+  // code, CONNECTION_LOST, DEADLINE_EXCEEDED after 10 s, QUEUE_FULL past 8
+  // calls under way.
+  function call(method, params) {
+    const conn = current;
+    if (!conn?.welcomed || conn.closed) return Promise.reject(new CodeError('CONNECTION_LOST'));
+    if (conn.calls.size >= MAX_CALLS) return Promise.reject(new CodeError('QUEUE_FULL'));
+    const id = String(++conn.lastCall);
+    return new Promise((resolve, reject) => {
+      const timer = timers.setTimeout(() => {
+        conn.calls.delete(id);
+        reject(new CodeError('DEADLINE_EXCEEDED'));
+      }, CALL_TIMEOUT_MS);
+      conn.calls.set(id, { resolve, reject, timer });
+      post(conn, { type: 'request', id, method, params });
+    });
   }
 
   function handshake(conn, msg) {
@@ -86,6 +129,7 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
       // highest instead of every one.
       conn.ordered = w.capabilities.includes(ORDERED_IDS);
       backoff = BACKOFF_MIN_MS;
+      onStatus();
       return;
     }
     // No operation before the welcome: refuse requests, close on anything else.
@@ -146,6 +190,11 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
     timers.clearTimeout(conn.timer);
     for (const ac of conn.inFlight.values()) ac.abort(new CodeError('CONNECTION_LOST'));
     conn.inFlight.clear();
+    for (const c of conn.calls.values()) {
+      timers.clearTimeout(c.timer);
+      c.reject(new CodeError('CONNECTION_LOST'));
+    }
+    conn.calls.clear();
     onClose(conn);
     try {
       conn.port?.disconnect();
@@ -157,6 +206,7 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
       timers.setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
     }
+    if (conn.welcomed) onStatus();
   }
 
   function emit(conn, event, value) {
@@ -169,7 +219,10 @@ export function createTransport({ chrome, timers, uuid, hello, requiredCapabilit
     return current.personal ? 'Connected · Personal' : 'Connected';
   }
 
-  return { connect, emit, status };
+  // instance is the current connection's instance ID once welcomed.
+  const instance = () => (current?.welcomed ? current.instanceId : undefined);
+
+  return { connect, emit, status, call, instance };
 }
 
 function success(id, value) {

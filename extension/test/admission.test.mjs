@@ -23,7 +23,7 @@ async function settled(t, id) {
 test('Allow in the admission window answers allowed:true and closes it', async () => {
   const t = await setup();
   const { id, w, req } = await ask(t);
-  assert.deepEqual({ type: w.type, width: w.width, height: w.height }, { type: 'popup', width: 460, height: 280 });
+  assert.deepEqual({ type: w.type, width: w.width, height: w.height }, { type: 'popup', width: 500, height: 440 });
   assert.match(w.url, /^admit\.html\?req=/);
   assert.deepEqual(await t.chrome.message({ type: 'approval.get', req }), { client: 'claude (pid 4242)', connection: '7' });
   // Only the window opened for the question may answer it.

@@ -160,6 +160,9 @@ test('a find is a literal queryAXTree search returning at most 128 non-ignored m
   assert.equal(all.nodes.length, 128);
   assert.equal(all.truncated, true);
   assert.equal((await t.find({ name: '' })).code, 'INVALID_REQUEST');
+  // Under a root (rootRef): queryAXTree from that element.
+  await t.find({ name: 'Go', backendNodeId: 77 });
+  assert.deepEqual(t.chrome.commands.findLast((c) => c.method === 'Accessibility.queryAXTree').params, { backendNodeId: 77, accessibleName: 'Go' });
 });
 
 test('a read that spans a navigation is labelled with no document: it is read again, then refused', async () => {
@@ -245,7 +248,10 @@ test('a read of a child frame: only while it and every frame above it are of the
   for (const bad of [{ frameId: 'C1' }, { frameId: 'C1', loaderId: 'LC', x: 1 }, { frameId: '', loaderId: 'LC' }]) {
     assert.equal((await read(bad)).code, 'INVALID_REQUEST', JSON.stringify(bad));
   }
-  assert.equal((await t.read({ frame: { frameId: 'C1', loaderId: 'LC' }, backendNodeId: 20 })).code, 'INVALID_REQUEST');
+  // A subtree of the frame (observe.frame-subtree.v1): from its element.
+  const sub = (await t.read({ frame: { frameId: 'C1', loaderId: 'LC' }, backendNodeId: 20 })).value;
+  assert.deepEqual(sub.nodes.map((n) => n.name), ['Inside']);
+  assert.equal(sub.documentEpoch, 'C1:LC');
 
   // A find in a frame walks the frame's tree, under the same checks.
   const found = (await t.find({ name: 'Inside', role: 'button', frame: { frameId: 'C1', loaderId: 'LC' } })).value;
@@ -254,4 +260,8 @@ test('a read of a child frame: only while it and every frame above it are of the
   assert.equal(t.calls('Accessibility.queryAXTree'), 0);
   assert.equal((await t.find({ name: 'Inside', frame: { frameId: 'G1', loaderId: 'LG' } })).code, 'POLICY_DENIED');
   assert.equal((await t.find({ name: 'Inside', frame: { frameId: 'C1' } })).code, 'INVALID_REQUEST');
+  // Under a root: from that element's AX node.
+  const under = (await t.find({ name: 'Inside', frame: { frameId: 'C1', loaderId: 'LC' }, backendNodeId: 20 })).value;
+  assert.deepEqual(under.nodes.map((n) => n.axId), ['2']);
+  assert.equal((await t.find({ name: 'Inside', backendNodeId: 0 })).code, 'INVALID_REQUEST');
 });

@@ -86,6 +86,9 @@ export function fakeChrome() {
     runtime: {
       lastError: undefined,
       onMessage: new FakeEvent(),
+      onConnect: new FakeEvent(),
+      id: 'fake-id',
+      getURL: (path) => `chrome-extension://fake-id/${path}`,
       connectNative: () => {
         const p = new FakePort();
         c.ports.push(p);
@@ -113,14 +116,22 @@ export function fakeChrome() {
     },
     tabs: {
       onRemoved: new FakeEvent(),
+      onUpdated: new FakeEvent(),
       get: async (id) => {
         if (!tabs.has(id)) throw new Error('No tab with id');
         return { ...tabs.get(id) };
       },
-      query: async () => [...tabs.values()].map((t) => ({ ...t })),
+      query: async ({ active, windowId } = {}) => [...tabs.values()]
+        .filter((t) => (active === undefined || t.active === active) && (windowId === undefined || t.windowId === windowId))
+        .map((t) => ({ ...t })),
       update: async (id, props) => {
         if (!tabs.has(id)) throw new Error('No tab with id');
         Object.assign(tabs.get(id), props);
+        return { ...tabs.get(id) };
+      },
+      create: async ({ url }) => {
+        const id = 1000 + tabs.size;
+        tabs.set(id, { id, url, title: '', active: true, windowId: 1 });
         return { ...tabs.get(id) };
       },
     },
@@ -140,15 +151,22 @@ export function fakeChrome() {
         const w = c.windows_.find((x) => x.id === id);
         if (w) w.closed = true;
       },
+      update: async (id, props) => ({ id, ...props }),
       get: async (id) => {
         const w = c.windows_.find((x) => x.id === id && !x.closed);
         if (!w) throw new Error(`No window with id: ${id}.`);
         return { ...w };
       },
+      getLastFocused: async () => ({ id: 1, type: 'normal' }), // every tab of the fake is in window 1
     },
     // Test helpers.
     addTab(id, url, title = `Tab ${id}`) {
-      tabs.set(id, { id, url, title, active: false });
+      tabs.set(id, { id, url, title, active: false, windowId: 1 });
+    },
+    // navigateTab moves a tab to url, as chrome.tabs reports it.
+    navigateTab(id, url) {
+      tabs.get(id).url = url;
+      c.tabs.onUpdated.emit(id, { url }, { ...tabs.get(id) });
     },
     closeTab(id) {
       tabs.delete(id);

@@ -73,7 +73,7 @@ test('a restricted grant asks in an approval window; Allow grants', async () => 
   const t = await setup();
   t.chrome.addTab(1, 'https://a.test:8443/page', 'Bank');
   const { id, w, req } = await ask(t, 1);
-  assert.deepEqual({ type: w.type, width: w.width, height: w.height }, { type: 'popup', width: 460, height: 320 });
+  assert.deepEqual({ type: w.type, width: w.width, height: w.height }, { type: 'popup', width: 500, height: 560 });
   assert.match(w.url, /^approve\.html\?req=/);
   assert.deepEqual(await t.chrome.message({ type: 'approval.get', req }), { client: 'Claude', title: 'Bank', origin: 'https://a.test:8443' });
   assert.equal(t.chrome.attached.size, 0);

@@ -37,8 +37,17 @@ async function granted() {
   }));
   t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 42, frameId: 'F1' }));
   t.chrome.cdp.set('Page.getLayoutMetrics', () => ({ cssVisualViewport: { pageX: 0, pageY: 1000.5, scale: 1 } }));
-  for (const m of ['Input.dispatchMouseEvent', 'Input.dispatchKeyEvent', 'Input.insertText', 'DOM.focus']) t.chrome.cdp.set(m, () => ({}));
+  for (const m of ['Input.dispatchMouseEvent', 'Input.dispatchKeyEvent', 'Input.insertText', 'DOM.focus', 'Runtime.releaseObjectGroup']) t.chrome.cdp.set(m, () => ({}));
+  // The isolated world: each fixed DOM function answers t.guard (a code, or
+  // '' to go on), the hit test's containment check t.inside.
+  t.guard = '';
+  t.inside = false;
+  t.chrome.cdp.set('Page.createIsolatedWorld', ({ frameId }) => ({ executionContextId: frameId === 'F1' ? 5 : 6 }));
+  t.chrome.cdp.set('DOM.resolveNode', ({ backendNodeId, executionContextId }) => ({ object: { objectId: `${executionContextId}/${backendNodeId}` } }));
+  t.chrome.cdp.set('Runtime.callFunctionOn', ({ functionDeclaration }) =>
+    ({ result: { value: functionDeclaration.includes('for (let n = this') ? t.inside : t.guard } }));
   t.dispatched = () => t.chrome.commands.filter((c) => c.method.startsWith('Input.'));
+  t.guards = () => t.chrome.commands.filter((c) => c.method === 'Runtime.callFunctionOn' && !c.params.functionDeclaration.includes('for (let n = this'));
   t.input = (kind, request) => t.call(`input.${kind}`, { lease, request: { documentEpoch: 'F1:L1', target, ...request } });
   return t;
 }
@@ -73,17 +82,12 @@ test('a stale epoch, a changed role or name, or a gone node dispatches nothing',
 test('a click that would land on another element is NOT_ACTIONABLE', async () => {
   const t = await granted();
   t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 99, frameId: 'F1' }));
-  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: 5 }));
-  t.chrome.cdp.set('DOM.resolveNode', ({ backendNodeId, executionContextId }) => ({ object: { objectId: `${executionContextId}/${backendNodeId}` } }));
-  t.chrome.cdp.set('Runtime.releaseObjectGroup', () => ({}));
-  let inside = false;
-  t.chrome.cdp.set('Runtime.callFunctionOn', () => ({ result: { type: 'boolean', value: inside } }));
   assert.equal((await t.input('click', { x: 5, y: 5 })).code, 'NOT_ACTIONABLE');
   assert.equal(t.dispatched().length, 0);
   const call = t.chrome.commands.find((c) => c.method === 'Runtime.callFunctionOn').params;
   assert.deepEqual([call.objectId, call.arguments], ['5/99', [{ objectId: '5/42' }]]);
   assert.ok(t.chrome.commands.some((c) => c.method === 'Runtime.releaseObjectGroup'));
-  inside = true; // the hit node is inside the target (a span in a button)
+  t.inside = true; // the hit node is inside the target (a span in a button)
   assert.equal((await t.input('click', { x: 5, y: 5 })).ok, true);
   t.chrome.cdp.set('DOM.getNodeForLocation', () => { throw new Error('No node found at given location'); });
   assert.equal((await t.input('click', { x: 5, y: 5 })).code, 'NOT_ACTIONABLE');
@@ -94,13 +98,67 @@ test('text modes: replace selects all, append goes to the end, insert types at t
   const steps = async (request) => {
     const from = t.chrome.commands.length;
     assert.equal((await t.input('text', request)).ok, true);
-    return t.chrome.commands.slice(from).filter((c) => c.method !== 'Accessibility.getPartialAXTree')
-      .map((c) => c.method === 'Input.dispatchKeyEvent' ? `${c.params.type}:${c.params.key}:${c.params.commands ?? ''}` : c.method === 'Input.insertText' ? `insert:${c.params.text}` : c.method);
+    return t.chrome.commands.slice(from).filter((c) => ['DOM.focus', 'Input.dispatchKeyEvent', 'Input.insertText'].includes(c.method) ||
+      (c.method === 'Runtime.callFunctionOn' && !c.params.functionDeclaration.includes('for (let n = this')))
+      .map((c) => c.method === 'Input.dispatchKeyEvent' ? `${c.params.type}:${c.params.key}:${c.params.commands ?? ''}`
+        : c.method === 'Input.insertText' ? `insert:${c.params.text}`
+          : c.method === 'Runtime.callFunctionOn' ? `guard:${c.params.arguments.map((a) => a.value).join(',')}` : c.method);
   };
-  assert.deepEqual(await steps({ text: 'hi', mode: 'replace' }), ['DOM.focus', 'rawKeyDown:a:selectAll', 'keyUp:a:', 'insert:hi']);
-  assert.deepEqual(await steps({ text: '', mode: 'replace' }), ['DOM.focus', 'rawKeyDown:a:selectAll', 'keyUp:a:', 'rawKeyDown:Backspace:', 'keyUp:Backspace:']);
-  assert.deepEqual(await steps({ text: '!', mode: 'append' }), ['DOM.focus', 'rawKeyDown:End:moveToEndOfDocument', 'keyUp:End:', 'insert:!']);
-  assert.deepEqual(await steps({ text: 'x', mode: 'insert' }), ['DOM.focus', 'insert:x']);
+  // The guard runs after the focus, right before the events, with the mode,
+  // the text and an append's prefix; an append's guard puts the caret at
+  // the end.
+  assert.deepEqual(await steps({ text: 'hi', mode: 'replace' }), ['DOM.focus', 'guard:replace,hi,', 'rawKeyDown:a:selectAll', 'keyUp:a:', 'insert:hi']);
+  assert.deepEqual(await steps({ text: '', mode: 'replace' }), ['DOM.focus', 'guard:replace,,', 'rawKeyDown:a:selectAll', 'keyUp:a:', 'rawKeyDown:Backspace:', 'keyUp:Backspace:']);
+  assert.deepEqual(await steps({ text: '!', mode: 'append', prefix: 'Hi' }), ['DOM.focus', 'guard:append,!,Hi', 'insert:!']);
+  assert.deepEqual(await steps({ text: 'x', mode: 'insert' }), ['DOM.focus', 'guard:insert,x,', 'insert:x']);
+});
+
+test('a guard that refuses dispatches nothing, with its code', async () => {
+  const t = await granted();
+  t.inside = true;
+  for (const code of ['NOT_ACTIONABLE', 'STALE_TARGET', 'UNSUPPORTED_CAPABILITY']) {
+    t.guard = code;
+    assert.equal((await t.input('text', { text: 'x', mode: 'append', prefix: '' })).code, code);
+    assert.equal((await t.input('select', { option: { index: 1, label: 'Blue' } })).code, code);
+    assert.equal((await t.input('click', { x: 1, y: 1, expectChecked: false })).code, code);
+  }
+  assert.equal(t.dispatched().length, 0);
+  t.guard = 42; // not a code: the function broke
+  assert.equal((await t.input('text', { text: 'x', mode: 'insert' })).code, 'STALE_TARGET');
+});
+
+test('a check click toggles only the state it was sent for', async () => {
+  const t = await granted();
+  t.inside = true;
+  t.guard = 'STALE_TARGET'; // the box was ticked meanwhile
+  assert.equal((await t.input('click', { x: 1, y: 1, expectChecked: false })).code, 'STALE_TARGET');
+  assert.equal(t.dispatched().length, 0);
+  t.guard = '';
+  assert.equal((await t.input('click', { x: 1, y: 1, expectChecked: false })).ok, true);
+  assert.deepEqual(t.guards().at(-1).params.arguments, [{ value: false }]);
+  assert.equal(t.dispatched().length, 2);
+});
+
+test('wheel: a hit-tested point, then one mouseWheel sample', async () => {
+  const t = await granted();
+  t.inside = true;
+  assert.equal((await t.input('wheel', { x: 3, y: 4, deltaX: 0, deltaY: 120 })).ok, true);
+  assert.deepEqual(t.dispatched().map((c) => c.params), [{ type: 'mouseWheel', x: 3, y: 4, deltaX: 0, deltaY: 120 }]);
+  t.inside = false;
+  t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 99, frameId: 'F1' }));
+  assert.equal((await t.input('wheel', { x: 3, y: 4, deltaX: 0, deltaY: 120 })).code, 'NOT_ACTIONABLE');
+  assert.equal(t.dispatched().length, 1);
+});
+
+test('scroll and select run their fixed function once, on the target or the document', async () => {
+  const t = await granted();
+  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { backendNodeId: 1 } }));
+  assert.equal((await t.input('scroll', { target: undefined, deltaX: 0, deltaY: 300 })).ok, true);
+  assert.equal((await t.input('scroll', { deltaX: -5, deltaY: 0 })).ok, true);
+  assert.equal((await t.input('select', { option: { index: 2, label: 'Blue' } })).ok, true);
+  const calls = t.guards().map((c) => [c.params.objectId, c.params.arguments.map((a) => a.value)]);
+  assert.deepEqual(calls, [['5/1', [0, 300]], ['5/42', [-5, 0]], ['5/42', [2, 'Blue']]]);
+  assert.equal(t.dispatched().length, 0); // no CDP input event: DOM functions
 });
 
 test('a key is DOM.focus then one pair from the table', async () => {
@@ -121,6 +179,19 @@ test('malformed input requests are INVALID_REQUEST', async () => {
     ['text', { text: 'x'.repeat(10001), mode: 'insert' }],
     ['click', { x: 'a', y: 1 }],
     ['click', { x: 1, y: 1, target: { backendNodeId: 0, role: 'button', name: 'Save' } }],
+    ['click', { x: 1, y: 1, expectChecked: 'yes' }],
+    ['click', { x: 1, y: 1, extra: 1 }],
+    ['text', { text: 'x', mode: 'append' }], // no prefix
+    ['text', { text: 'x', mode: 'replace', prefix: '' }],
+    ['wheel', { x: 1, y: 1, deltaX: 0, deltaY: 0 }],
+    ['wheel', { x: 1, y: 1, deltaX: 10001, deltaY: 0 }],
+    ['wheel', { x: 1, y: 1, deltaX: 1.5, deltaY: 0 }],
+    ['scroll', { deltaX: 0, deltaY: 0 }],
+    ['scroll', { deltaX: 1, deltaY: 0, frame: { frameId: 'C1', loaderId: 'LC' } }],
+    ['key', { key: 'Enter', target: undefined }],
+    ['select', { option: { index: -1, label: 'a' } }],
+    ['select', { option: { index: 0 } }],
+    ['select', { option: { index: 0, label: 'a', value: 'a' } }],
   ]) assert.equal((await t.input(kind, request)).code, 'INVALID_REQUEST', JSON.stringify(request));
   assert.equal((await t.input('text', { text: '😀'.repeat(10000), mode: 'insert' })).ok, true); // 10,000 characters
 });

@@ -100,7 +100,7 @@ func TestHalfCloseEndsWaitingWrites(t *testing.T) {
 // screen content reaches the agent after the revocation.
 func TestRevocationDropsQueuedContent(t *testing.T) {
 	var trace lockedBuffer
-	srv, path := termtest.StartServer(t, agentsock.Config{RateBurst: 100000, MaxInFlight: 100000, MaxQueued: 256 << 20, TraceRefusals: true, Trace: &trace})
+	srv, path := termtest.StartServer(t, agentsock.Config{RateBurst: 100000, MaxInFlight: 100000, MaxQueued: 256 << 20, TraceRefusals: true, Logger: traceLog(&trace)})
 	s := termtest.Headless(t, srv, session.Config{ID: "t1", Rows: 80, Cols: 240})
 	s.Share(true)
 	c, err := net.Dial("unix", path)

@@ -40,25 +40,26 @@
 // # Refusals
 //
 // Private or unauthorised session access is answered with the generic
-// surface_unavailable. With CONN_TRACE_REFUSALS=1 (or
-// [Config.TraceRefusals]) each refusal's reason is printed to stderr,
-// reasons and identifiers only.
+// surface_unavailable. Refusals are recorded as the broker's are (package
+// refusal): their reasons go to [Config.Logger] at debug level, or at warn
+// level with CONN_TRACE_REFUSALS=1, DSH_TRACE_REFUSALS=1 or
+// [Config.TraceRefusals] — reasons and identifiers only.
 package agentsock
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/dsh-browser/broker/internal/ownersock"
+	"github.com/dsh-browser/broker/internal/refusal"
 	"github.com/dsh-browser/broker/term/agentapi"
 )
 
@@ -97,10 +98,9 @@ type Config struct {
 	RatePerSecond  float64 // 0 means the default; a negative value never refills
 	MaxQueued      int
 
-	// TraceRefusals prints each refusal's reason to Trace; it is also on
-	// when CONN_TRACE_REFUSALS=1.
+	// TraceRefusals logs each refusal's reason at warn level; it is also
+	// on when CONN_TRACE_REFUSALS=1 or DSH_TRACE_REFUSALS=1.
 	TraceRefusals bool
-	Trace         io.Writer // default os.Stderr
 	Logger        *slog.Logger
 }
 
@@ -147,12 +147,6 @@ func (cfg *Config) defaults() error {
 	if cfg.MaxQueued <= 0 {
 		cfg.MaxQueued = DefaultMaxQueued
 	}
-	if os.Getenv("CONN_TRACE_REFUSALS") == "1" {
-		cfg.TraceRefusals = true
-	}
-	if cfg.Trace == nil {
-		cfg.Trace = os.Stderr
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -165,7 +159,7 @@ type Server struct {
 	log      *slog.Logger
 	nextConn atomic.Uint64
 	sockets  atomic.Int64
-	traceMu  sync.Mutex
+	refusals refusal.Log
 
 	peersDirty chan struct{}
 
@@ -193,6 +187,7 @@ func New(cfg Config) (*Server, error) {
 	return &Server{
 		cfg:        cfg,
 		log:        cfg.Logger,
+		refusals:   refusal.New(cfg.Logger.With("socket", "agent"), cfg.TraceRefusals, refusal.EnvBroker, refusal.EnvAgent),
 		peersDirty: make(chan struct{}, 1),
 		conns:      map[uint64]*conn{},
 		sessions:   map[string]*view{},
@@ -254,9 +249,9 @@ func (s *Server) admit(nc net.Conn) {
 		return
 	}
 	if _, unix := nc.(*net.UnixConn); unix {
-		if uid, err := peerUID(nc); err != nil || uid != os.Getuid() {
+		if uid, pid, err := ownersock.PeerCred(nc); err != nil || uid != os.Getuid() {
 			s.sockets.Add(-1)
-			s.refuse("peer is another user", "uid", uid)
+			s.refuse("peer is another user", "uid", uid, "pid", pid, "err", err)
 			nc.Close()
 			return
 		}
@@ -277,23 +272,9 @@ func (s *Server) admit(nc net.Conn) {
 	}()
 }
 
-// refuse records a refusal. The wire carries only a generic answer; the
-// reason reaches the trace when tracing is on, else the debug log.
-func (s *Server) refuse(reason string, kv ...any) {
-	if !s.cfg.TraceRefusals {
-		s.log.Debug("refused: "+reason, kv...)
-		return
-	}
-	var b strings.Builder
-	b.WriteString("conn.sock refused: " + reason)
-	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", kv[i], kv[i+1])
-	}
-	b.WriteByte('\n')
-	s.traceMu.Lock()
-	io.WriteString(s.cfg.Trace, b.String())
-	s.traceMu.Unlock()
-}
+// refuse records a refusal (package refusal): the wire carries only a
+// generic answer.
+func (s *Server) refuse(reason string, kv ...any) { s.refusals.Refuse(reason, kv...) }
 
 // Attach adds a session (a tab). The session just attached counts as the
 // one the person attends, until the person uses another.
@@ -330,27 +311,18 @@ func (s *Server) Event(ev agentapi.Event) {
 	}
 	switch ev.Kind {
 	case agentapi.EventState:
-		old := v.state
-		v.state = ev.State
-		for _, c := range s.conns {
-			was, is := old.Participates(c.id), ev.State.Participates(c.id)
-			switch {
-			case was && !is:
-				c.event(agentapi.EventToolsChanged, map[string]any{}, nil)
-			case !was && is:
-				c.mu.Lock()
-				if c.bound == "" {
-					c.bound = ev.Session
-				}
-				c.mu.Unlock()
-				c.event(agentapi.EventToolsChanged, map[string]any{"session": ev.Session}, nil)
-			}
-		}
+		s.setStateLocked(ev.Session, v, ev.State)
 	case agentapi.EventAgent:
 		if c := s.conns[ev.Conn]; c != nil {
 			c.eventRaw(ev.Name, ev.Params, &boundary{session: ev.Session, gen: ev.Generation})
 		}
 	case agentapi.EventAdmission:
+		// The state that lists an admitted connection comes with the
+		// answer and is applied first: a request released by the answer
+		// finds its session.
+		if ev.State != nil {
+			s.setStateLocked(ev.Session, v, ev.State)
+		}
 		if c := s.conns[ev.Conn]; c != nil && c.admit(ev.Allowed) {
 			if !ev.Allowed {
 				s.refuse("the owner denied the connection", "conn", c.id)
@@ -373,6 +345,27 @@ func (s *Server) Event(ev agentapi.Event) {
 			if v.state.Participates(c.id) {
 				c.event(agentapi.EventToolsChanged, map[string]any{}, nil)
 			}
+		}
+	}
+}
+
+// setStateLocked records a session's new state and tells each connection
+// whose participation changed.
+func (s *Server) setStateLocked(id string, v *view, st *agentapi.State) {
+	old := v.state
+	v.state = st
+	for _, c := range s.conns {
+		was, is := old.Participates(c.id), st.Participates(c.id)
+		switch {
+		case was && !is:
+			c.event(agentapi.EventToolsChanged, map[string]any{}, nil)
+		case !was && is:
+			c.mu.Lock()
+			if c.bound == "" {
+				c.bound = id
+			}
+			c.mu.Unlock()
+			c.event(agentapi.EventToolsChanged, map[string]any{"session": id}, nil)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -226,7 +228,7 @@ func TestRateAndInFlightLimits(t *testing.T) {
 // wait for it; it cannot be answered truthfully any more.
 func TestUnreadAnswersCloseTheConnection(t *testing.T) {
 	var trace lockedBuffer
-	srv, path := termtest.StartServer(t, agentsock.Config{MaxQueued: 64 << 10, RateBurst: 100000, MaxInFlight: 100000, Admission: agentsock.AdmissionOpen, TraceRefusals: true, Trace: &trace})
+	srv, path := termtest.StartServer(t, agentsock.Config{MaxQueued: 64 << 10, RateBurst: 100000, MaxInFlight: 100000, Admission: agentsock.AdmissionOpen, TraceRefusals: true, Logger: traceLog(&trace)})
 	s := termtest.Headless(t, srv, session.Config{ID: "t1", Rows: 80, Cols: 240})
 	s.OwnerInput([]byte("for i in $(seq 1 80); do printf '%0230d\\n' $i; done\r")) // large snapshots
 	termtest.WaitSessionText(t, s, strings.Repeat("0", 228)+"80")
@@ -294,7 +296,7 @@ func TestUnreadAnswersCloseTheConnection(t *testing.T) {
 
 func TestRefusalsAreTracedNotTold(t *testing.T) {
 	var trace lockedBuffer
-	srv, path := termtest.StartServer(t, agentsock.Config{Admission: agentsock.AdmissionOpen, TraceRefusals: true, Trace: &trace})
+	srv, path := termtest.StartServer(t, agentsock.Config{Admission: agentsock.AdmissionOpen, TraceRefusals: true, Logger: traceLog(&trace)})
 	s := termtest.Headless(t, srv, session.Config{ID: "t1"})
 	a := termtest.Dial(t, path)
 	conn := termtest.ConnOf(a.Hello("snoop"))
@@ -302,7 +304,7 @@ func TestRefusalsAreTracedNotTold(t *testing.T) {
 	if strings.Contains(m.Error.Message, "private") || strings.Contains(m.Raw, "reason") {
 		t.Fatalf("the refusal told its reason: %s", m.Raw)
 	}
-	want := fmt.Sprintf(`named session "t1" is unknown or not shared with connection %d conn=%d code=surface_unavailable`, conn, conn)
+	want := fmt.Sprintf(`refused: named session \"t1\" is unknown or not shared with connection %d" socket=agent conn=%d code=surface_unavailable`, conn, conn)
 	if got := trace.String(); !strings.Contains(got, want) {
 		t.Fatalf("trace %q", got)
 	}
@@ -315,14 +317,19 @@ func TestRefusalsAreTracedNotTold(t *testing.T) {
 	}
 
 	var quiet lockedBuffer
-	srv2, path2 := termtest.StartServer(t, agentsock.Config{Admission: agentsock.AdmissionOpen, Trace: &quiet})
+	srv2, path2 := termtest.StartServer(t, agentsock.Config{Admission: agentsock.AdmissionOpen, Logger: traceLog(&quiet)})
 	termtest.Headless(t, srv2, session.Config{ID: "t1"})
 	b := termtest.Dial(t, path2)
 	b.Hello("snoop")
 	b.WantCode("surface_unavailable", "snapshot", map[string]any{"session": "t1"})
-	if os.Getenv("CONN_TRACE_REFUSALS") != "1" && quiet.String() != "" {
+	if os.Getenv("CONN_TRACE_REFUSALS") != "1" && os.Getenv("DSH_TRACE_REFUSALS") != "1" && quiet.String() != "" {
 		t.Fatalf("traced without CONN_TRACE_REFUSALS: %q", quiet.String())
 	}
+}
+
+// traceLog is a logger of warn level and above, as traced refusals are.
+func traceLog(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 type lockedBuffer struct {
@@ -365,7 +372,7 @@ func TestOriginalRequestLimit(t *testing.T) {
 // place that comes free is taken again.
 func TestConnectionLimit(t *testing.T) {
 	var trace lockedBuffer
-	_, path := termtest.StartServer(t, agentsock.Config{MaxConnections: 2, Admission: agentsock.AdmissionOpen, TraceRefusals: true, Trace: &trace})
+	_, path := termtest.StartServer(t, agentsock.Config{MaxConnections: 2, Admission: agentsock.AdmissionOpen, TraceRefusals: true, Logger: traceLog(&trace)})
 	a := termtest.Dial(t, path)
 	a.Hello("one")
 	b := termtest.Dial(t, path)
@@ -387,7 +394,7 @@ func TestConnectionLimit(t *testing.T) {
 	if served() {
 		t.Fatal("a third connection was served")
 	}
-	if !strings.Contains(trace.String(), "connection limit reached limit=2") {
+	if !strings.Contains(trace.String(), `connection limit reached" socket=agent limit=2`) {
 		t.Fatalf("trace %q", trace.String())
 	}
 	a.Close()

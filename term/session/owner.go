@@ -2,15 +2,20 @@ package session
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/dsh-browser/broker/term/agentapi"
 )
 
 // Kinds of questions to the owner, in the order they are asked.
 const (
+	AskClient    = "client"    // a program asks the broker to let it in (see [Session.AskClient])
 	AskAdmission = "admission" // a new connection wants to take part at all
 	AskJoin      = "join"      // an admitted connection may participate in this shared session
 	AskControl   = "control"   // an agent requests the lease
@@ -20,10 +25,10 @@ const (
 	AskAttention = "attention" // an agent asks the person to look
 )
 
-var askOrder = map[string]int{AskAdmission: 0, AskJoin: 1, AskControl: 2, AskProposal: 3, AskApproval: 4, AskExec: 5, AskAttention: 6}
+var askOrder = map[string]int{AskClient: 0, AskAdmission: 1, AskJoin: 2, AskControl: 3, AskProposal: 4, AskApproval: 5, AskExec: 6, AskAttention: 7}
 
 // Question is one thing waiting for the owner. Yes and no mean: admit or
-// deny; let participate or not; grant or refuse control; accept or reject
+// deny (a program, or an agent connection); let participate or not; grant or refuse control; accept or reject
 // the proposal; approve or reject the command; run now or cancel; and for
 // attention, either acknowledges.
 type Question struct {
@@ -82,6 +87,10 @@ func agentName(label string, conn uint64) string {
 
 func (s *Session) questionsLocked() []Question {
 	var qs []Question
+	for _, c := range s.clients {
+		qs = append(qs, Question{Kind: AskClient, Label: c.label, id: c.id, seq: c.seq,
+			Text: c.label + " asks to use the broker"})
+	}
 	for _, p := range s.peers {
 		name := agentName(p.Label, p.Conn)
 		switch {
@@ -150,14 +159,22 @@ func (s *Session) Answer(yes bool) {
 	}
 	q := qs[0]
 	switch q.Kind {
+	case AskClient:
+		s.clients[q.id].answer <- yes
+		delete(s.clients, q.id)
 	case AskAdmission:
 		s.answered[q.Conn] = true
+		// The answer carries the state that lists the connection, in one
+		// event: a request that waited for the answer must find the
+		// session it may use, and an agent told it participates must find
+		// itself admitted, even when the events are relayed one by one.
+		ev := agentapi.Event{Session: s.id, Kind: agentapi.EventAdmission, Conn: q.Conn, Allowed: yes}
 		if yes && s.shared {
 			s.participants[q.Conn] = true
-			s.emitStateLocked() // before the answer, so the server binds it here
+			ev.State = s.stateLocked()
 		}
 		if s.sink != nil {
-			s.sink.Event(agentapi.Event{Session: s.id, Kind: agentapi.EventAdmission, Conn: q.Conn, Allowed: yes})
+			s.sink.Event(ev)
 		}
 	case AskJoin:
 		if yes {
@@ -212,6 +229,54 @@ func (s *Session) Answer(yes bool) {
 	if run != nil {
 		s.runExec(run)
 	}
+}
+
+// clientQuestion is a question the broker puts through this terminal's
+// bar (AskClient).
+type clientQuestion struct {
+	id, label string
+	seq       uint64
+	answer    chan bool // buffered: Answer never waits
+}
+
+// AskClient asks the owner, in the bar, whether the program label may use
+// the broker (the broker's --admission=prompt: the broker asks an owner
+// surface, and this terminal is one). It returns the answer, or an error
+// when ctx ends (the broker withdrew the question) or the session ended
+// first.
+func (s *Session) AskClient(ctx context.Context, label string) (bool, error) {
+	q := &clientQuestion{label: cleanText(label), answer: make(chan bool, 1)}
+	s.mu.Lock()
+	s.seq++
+	q.seq = s.seq
+	q.id = fmt.Sprintf("client%d", q.seq)
+	s.clients[q.id] = q
+	s.mu.Unlock()
+	s.notifyOwner()
+	defer func() {
+		s.mu.Lock()
+		delete(s.clients, q.id)
+		s.mu.Unlock()
+		s.notifyOwner()
+	}()
+	select {
+	case yes := <-q.answer:
+		return yes, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-s.done:
+		return false, errors.New("session: the terminal ended before the owner answered")
+	}
+}
+
+// cleanText keeps a label printable for the bar.
+func cleanText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // OwnerInput writes what the person typed to the program. It takes control

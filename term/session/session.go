@@ -133,6 +133,7 @@ type Session struct {
 	execs        map[string]*execution
 	history      map[historyKey][]string
 	attention    map[uint64]*attention
+	clients      map[string]*clientQuestion
 	lineDirty    bool // the person typed on the current line and has not submitted it
 	// typed is what each agent typed in autopilot since its last Enter,
 	// while that is all there is to know of its line; nil once a key made
@@ -215,6 +216,7 @@ func Start(cfg Config) (*Session, error) {
 		execs:        map[string]*execution{},
 		history:      map[historyKey][]string{},
 		attention:    map[uint64]*attention{},
+		clients:      map[string]*clientQuestion{},
 		typed:        map[uint64][]rune{},
 	}
 	read := make(chan struct{})
@@ -236,7 +238,22 @@ func hasVar(env []string, name string) bool {
 func (s *Session) Dir() string { return s.cfg.Dir }
 
 // ID returns the session's name on the agent socket.
-func (s *Session) ID() string { return s.id }
+func (s *Session) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// SetID renames the session: a broker names the sessions it relays (so
+// that two windows are two tabs), and a session that registers again
+// after the broker restarted may get another name. Do it before
+// [Session.Subscribe]; the owner bar shows the new name.
+func (s *Session) SetID(id string) {
+	s.mu.Lock()
+	s.id = id
+	s.mu.Unlock()
+	s.notifyOwner()
+}
 
 // Done is closed when the program has exited and its output is read.
 func (s *Session) Done() <-chan struct{} { return s.done }

@@ -420,3 +420,30 @@ func codeOf(err error) string {
 	}
 	return ""
 }
+
+// The broker's question about a program is asked in the bar, first of all
+// questions; the owner's answer is returned, and a question the broker
+// withdraws leaves the bar.
+func TestAskClient(t *testing.T) {
+	s := termtest.Headless(t, nil, session.Config{ID: "t1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	withdrawn := make(chan error, 1)
+	go func() { _, err := s.AskClient(ctx, "curl (pid 7)\x1b[2J"); withdrawn <- err }()
+	if q := termtest.WaitQuestion(t, s, session.AskClient, 0); q.Text != "curl (pid 7)[2J asks to use the broker" {
+		t.Fatalf("question %q", q.Text)
+	}
+	cancel()
+	if err := <-withdrawn; !errors.Is(err, context.Canceled) {
+		t.Fatalf("withdrawn question: %v", err)
+	}
+	if qs := s.Questions(); len(qs) != 0 {
+		t.Fatalf("questions after the broker withdrew: %+v", qs)
+	}
+	answered := make(chan bool, 1)
+	go func() { yes, _ := s.AskClient(context.Background(), "mcp (pid 8)"); answered <- yes }()
+	termtest.WaitQuestion(t, s, session.AskClient, 0)
+	s.Answer(true)
+	if !<-answered {
+		t.Fatal("the owner's yes was not returned")
+	}
+}

@@ -75,6 +75,9 @@ var (
 	actEmpty      = mustJSON(map[string]any{})
 	actReleased   = mustJSON(map[string]bool{"released": true})
 	actDispatched = mustJSON(map[string]bool{"dispatched": true})
+	actFacts      = mustJSON(map[string]any{"found": true, "connected": true, "sameDocument": true, "tag": "button",
+		"disabled": false, "disabledKnown": true, "enabledState": true, "visible": true, "maxLength": -1,
+		"scroll": map[string]int{"x": 0, "y": 0, "scrollWidth": 80, "scrollHeight": 20, "clientWidth": 80, "clientHeight": 20}})
 )
 
 func mustJSON(v any) json.RawMessage {
@@ -105,6 +108,8 @@ func (p *actProvider) Handle(_ context.Context, req *rpc.Request) (any, error) {
 		return actReleased, nil
 	case "ax.read":
 		return actPage, nil
+	case "dom.read":
+		return actFacts, nil
 	case "cdp":
 		var c struct{ Method string }
 		json.Unmarshal(req.Params, &c)

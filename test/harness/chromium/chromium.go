@@ -208,8 +208,10 @@ func Launch(t testing.TB, opts Options) *Browser {
 		"--disable-sync",
 		"--remote-debugging-port=0",
 		// Every host name but loopback fails to resolve: nothing a page or an
-		// app asks for can reach past this machine.
-		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+		// app asks for can reach past this machine. localhost stays (Chromium
+		// answers it with loopback itself, never asking DNS): the tests use it
+		// as a second origin beside 127.0.0.1.
+		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
 		"--user-data-dir=" + b.UserDataDir,
 	}
 	if !opts.Headed {

@@ -315,7 +315,7 @@ func ClientHello(token string) map[string]any {
 func ProviderHello(token, id string) map[string]any {
 	h := map[string]any{
 		"bootstrap": 1, "versions": []int{1}, "role": "provider",
-		"capabilities": browser.Required(),
+		"capabilities": append(browser.Required(), browser.CapDOMRead), // scripted providers answer dom.read
 		"instance": map[string]any{
 			"id": id, "family": "chromium", "brand": "test", "version": "1", "profileLabel": "Test profile",
 		},

@@ -1,7 +1,8 @@
 // Package testpages serves the small, deterministic HTML pages that the
 // real-browser tests drive: a form, a click counter, an occluded button, a key
-// log, a big page for bounded reads, links across origins, and frames of every
-// origin relation for screenshots.
+// log, checkboxes, switches and radios, text fields of every kind with a
+// select, scrollers and a wheel pad, a big page for bounded reads, links
+// across origins, and frames of every origin relation for screenshots.
 //
 // Serve starts two servers on 127.0.0.1, each on its own port, so a test has
 // two origins. The page of one server can link to the other. A URL with the
@@ -35,6 +36,9 @@ var (
 		"/occluded": "occluded.html",
 		"/keys":     "keys.html",
 		"/swatch":   "swatch.html",
+		"/controls": "controls.html",
+		"/fields":   "fields.html",
+		"/scroll":   "scroll.html",
 	}
 	bigPage = template.Must(template.ParseFS(pagesFS, "pages/big.html"))
 	// Pages that refer to the other origin and the other site.
@@ -53,7 +57,8 @@ var (
 
 // Paths lists the paths of the pages, in a stable order.
 func Paths() []string {
-	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/big", "/nav", "/frames", "/nested", "/moving", "/effects", "/xhtml"}
+	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/controls", "/fields", "/scroll",
+		"/big", "/nav", "/frames", "/nested", "/moving", "/effects", "/xhtml"}
 }
 
 // Counts of the elements on /big.

@@ -37,6 +37,9 @@ func TestPages(t *testing.T) {
 		{"/occluded", []string{">Hidden target</button>", `id="overlay"`, ">Visible</button>"}},
 		{"/keys", []string{`<label for="entry">Type here</label>`, "Submitted: ", `id="log"`}},
 		{"/swatch", []string{"background:#0000ff"}},
+		{"/controls", []string{`id="news" type="checkbox"`, `role="switch"`, `type="radio"`, `role="radio"`, "window.clicks"}},
+		{"/fields", []string{`type="password"`, `maxlength="5"`, "<select", `contenteditable="true"`, "readonly", "window.inputs"}},
+		{"/scroll", []string{`id="box"`, `id="wheel"`, "window.wheels", "The bottom"}},
 		{"/big", []string{">Item 1</button>", ">Item 999</button>", ">Target</button>", "Paragraph 1000:"}},
 		// {other} and {other-site} stand for the other server's origins.
 		{"/nav", []string{`href="{other}/form"`, `href="{other-site}/form"`, `href="/counter"`}},

@@ -1,4 +1,4 @@
-package broker
+package ownersock
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerCred returns the uid and pid of the process at the other end of a Unix
-// socket, read with SO_PEERCRED before any byte is read from it.
-func peerCred(c net.Conn) (uid, pid int, err error) {
+// PeerCred returns the uid and pid of the process at the other end of a
+// Unix socket, read with SO_PEERCRED before any byte is read from it.
+func PeerCred(c net.Conn) (uid, pid int, err error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return 0, 0, fmt.Errorf("not a unix socket: %T", c)
@@ -32,12 +32,13 @@ func peerCred(c net.Conn) (uid, pid int, err error) {
 	return int(cred.Uid), int(cred.Pid), nil
 }
 
-// processExecutable returns the file a process runs, read through
+// ProcessExecutable returns the file a process runs, read through
 // /proc/PID/exe (it names the executable even when a launcher script
 // exec'd it).
-func processExecutable(pid int) (os.FileInfo, error) {
+func ProcessExecutable(pid int) (os.FileInfo, error) {
 	return os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
 }
 
-// checkPlatform reports whether the broker can run here: it can on Linux.
-func checkPlatform() error { return nil }
+// Supported reports whether owner-only sockets can be served here: they
+// can on Linux.
+func Supported() error { return nil }

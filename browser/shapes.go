@@ -1,0 +1,128 @@
+package browser
+
+import "github.com/google/jsonschema-go/jsonschema"
+
+// The published schema says which fields go with which action kind, and
+// which expectations with which action: an Action is one of these shapes
+// (told apart by kind), and each shape's expected one of the expectation
+// shapes its kind allows. [ParseAct] checks the same in Go.
+
+// variants is implemented by a type whose schema is one of several shapes.
+type variants interface{ variants() []any }
+
+// patcher is implemented by a shape with a rule its fields' tags cannot say.
+type patcher interface{ patch(s *jsonschema.Schema) }
+
+func (Action) variants() []any {
+	return []any{checkShape{}, clickShape{}, fillShape{}, typeShape{}, appendShape{}, pressShape{},
+		scrollShape{}, wheelShape{}, navigateShape{}, selectShape{}}
+}
+
+// Which expectations an action kind allows: value never with check,
+// scroll or wheel (nothing to read a value from); state never with
+// navigate (the bound node does not survive the document).
+type (
+	anyExpected     struct{}
+	noValueExpected struct{}
+	urlOrText       struct{}
+)
+
+func (anyExpected) variants() []any {
+	return []any{valueShape{}, urlShape{}, textShape{}, stateShape{}}
+}
+func (noValueExpected) variants() []any { return []any{urlShape{}, textShape{}, stateShape{}} }
+func (urlOrText) variants() []any       { return []any{urlShape{}, textShape{}} }
+
+type (
+	checkShape struct {
+		Kind     string           `json:"kind" const:"check"`
+		Ref      string           `json:"ref" len:"1,128"`
+		Checked  bool             `json:"checked"`
+		Expected *noValueExpected `json:"expected,omitempty"`
+	}
+	clickShape struct {
+		Kind     string       `json:"kind" const:"click"`
+		Ref      string       `json:"ref" len:"1,128"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	fillShape struct {
+		Kind     string       `json:"kind" const:"fill"`
+		Ref      string       `json:"ref" len:"1,128"`
+		Text     string       `json:"text" len:",10000"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	typeShape struct {
+		Kind     string       `json:"kind" const:"type"`
+		Ref      string       `json:"ref" len:"1,128"`
+		Text     string       `json:"text" len:",10000"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	appendShape struct {
+		Kind     string       `json:"kind" const:"append"`
+		Ref      string       `json:"ref" len:"1,128"`
+		Text     string       `json:"text" len:",10000"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	pressShape struct {
+		Kind     string       `json:"kind" const:"press"`
+		Ref      string       `json:"ref" len:"1,128"`
+		Key      string       `json:"key" enum:"Enter,Tab,Escape,Space,ArrowUp,ArrowDown,ArrowLeft,ArrowRight,Home,End,PageUp,PageDown,Backspace,Delete"`
+		Shift    *bool        `json:"shift,omitempty"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	scrollShape struct {
+		Kind     string           `json:"kind" const:"scroll"`
+		Ref      string           `json:"ref,omitempty" len:"1,128"`
+		DeltaX   int              `json:"deltaX" range:"-10000,10000"`
+		DeltaY   int              `json:"deltaY" range:"-10000,10000"`
+		Expected *noValueExpected `json:"expected,omitempty"`
+	}
+	wheelShape struct {
+		Kind     string           `json:"kind" const:"wheel"`
+		Ref      string           `json:"ref" len:"1,128"`
+		DeltaX   int              `json:"deltaX" range:"-10000,10000"`
+		DeltaY   int              `json:"deltaY" range:"-10000,10000"`
+		Expected *noValueExpected `json:"expected,omitempty"`
+	}
+	navigateShape struct {
+		Kind     string     `json:"kind" const:"navigate"`
+		URL      string     `json:"url" len:"1,8192"`
+		Expected *urlOrText `json:"expected,omitempty"`
+	}
+	selectShape struct {
+		Kind     string       `json:"kind" const:"select"`
+		Ref      string       `json:"ref" len:"1,128"`
+		Option   string       `json:"option" len:"1,1000"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+
+	valueShape struct {
+		Kind  string `json:"kind" const:"value"`
+		Value string `json:"value" len:",10000"`
+	}
+	urlShape struct {
+		Kind string `json:"kind" const:"url"`
+		URL  string `json:"url" len:"1,8192"`
+	}
+	textShape struct {
+		Kind string `json:"kind" const:"text"`
+		Text string `json:"text" len:"1,2000" text:"nonblank"`
+	}
+	stateShape struct {
+		Kind  string `json:"kind" const:"state"`
+		Ref   string `json:"ref" len:"1,128"`
+		State string `json:"state" enum:"attached,detached,visible,hidden,enabled,disabled,checked,unchecked"`
+	}
+)
+
+// Scroll and wheel deltas may not both be 0.
+func (scrollShape) patch(s *jsonschema.Schema) { notBothZero(s) }
+func (wheelShape) patch(s *jsonschema.Schema)  { notBothZero(s) }
+
+func notBothZero(s *jsonschema.Schema) {
+	var zero any = 0
+	s.Not = &jsonschema.Schema{
+		Properties: map[string]*jsonschema.Schema{"deltaX": {Const: &zero}, "deltaY": {Const: &zero}},
+		Required:   []string{"deltaX", "deltaY"},
+	}
+}

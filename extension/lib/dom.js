@@ -1,0 +1,232 @@
+// Fixed DOM functions the broker may have run on one element, in an
+// isolated world (page scripts cannot redefine what they read, and nothing
+// the page defined runs): a bounded read of the element's facts (dom.read),
+// and the last checks right before an input. The broker decides; these
+// only read, or refuse with a code.
+import { CodeError, fail, orFail } from './errors.js';
+
+const WORLD = 'dsh-broker';
+
+// Bounds of a contenteditable editing host the broker may fill or read.
+export const HOST = { nodes: 4096, units: 100_000, depth: 64 };
+export const MAX_OPTIONS = 256;
+const MAX_LABEL = 1000;
+const MAX_VALUE = 100_000;
+
+// Shared helpers, inlined into each function below (they run in the page,
+// not here).
+const HELPERS = `
+  const TEXT_TYPES = ['text', 'search', 'url', 'tel', 'email', 'number', 'password'];
+  const kindOf = (el) => {
+    if (el.localName === 'textarea') return 'textarea';
+    if (el.localName === 'input') return TEXT_TYPES.includes(String(el.type).toLowerCase()) ? 'input' : '';
+    const parent = el.parentElement ?? el.getRootNode().host;
+    if (el.isContentEditable && !(parent && parent.isContentEditable)) return 'host';
+    return '';
+  };
+  // disabledOf: :disabled, or inert or aria-disabled on the element or an
+  // ancestor (across shadow roots and slots) within 64 levels; complete
+  // says whether the walk reached the top.
+  const disabledOf = (el) => {
+    let disabled = !!el.matches?.(':disabled'), node = el, depth = 0;
+    for (; node && depth < ${HOST.depth}; depth++, node = node.assignedSlot || node.parentElement || node.getRootNode().host) {
+      if (node.inert || node.getAttribute?.('aria-disabled') === 'true') disabled = true;
+    }
+    return { disabled, complete: !node };
+  };
+  // hostText is an editing host's text, or undefined past the bounds.
+  const hostText = (el) => {
+    let nodes = 0;
+    const walk = el.ownerDocument.createTreeWalker(el);
+    while (walk.nextNode()) if (++nodes > ${HOST.nodes}) return undefined;
+    if ((el.textContent ?? '').length > ${HOST.units}) return undefined;
+    let depth = 0;
+    for (let n = el; n; n = n.parentElement) if (++depth > ${HOST.depth}) return undefined;
+    return el.innerText.replace(/\\n$/, '');
+  };
+  const position = (s) => ({ x: s.scrollLeft, y: s.scrollTop, scrollWidth: s.scrollWidth,
+    scrollHeight: s.scrollHeight, clientWidth: s.clientWidth, clientHeight: s.clientHeight });
+  const checkedOf = (el) => {
+    if (el.localName === 'input' && el.type === 'checkbox') return el.indeterminate ? 'mixed' : el.checked;
+    if (el.localName === 'input' && el.type === 'radio') return el.checked;
+    const role = el.getAttribute('role');
+    if (!['checkbox', 'switch', 'radio'].includes(role)) return undefined;
+    const v = el.getAttribute('aria-checked');
+    return v === 'true' ? true : v === 'false' ? false : v === 'mixed' ? 'mixed' : undefined;
+  };`;
+
+// READ returns the facts of an element (or of a document: its scroller).
+// A password's value is never read.
+export const READ = `function () {
+  ${HELPERS}
+  if (this.nodeType === 9) {
+    return { found: true, connected: true, sameDocument: this === document, document: true,
+      scroll: position(this.scrollingElement || this.documentElement) };
+  }
+  const el = this, kind = kindOf(el), type = el.localName === 'input' ? String(el.type).toLowerCase() : '';
+  const out = { found: true, connected: el.isConnected === true, sameDocument: el.ownerDocument === document,
+    tag: el.localName ?? '', type, role: el.getAttribute?.('role') ?? '', editable: kind,
+    password: type === 'password', readOnly: !!el.readOnly, multiline: kind === 'textarea' || kind === 'host',
+    focused: el.getRootNode().activeElement === el, native: type === 'checkbox' || type === 'radio' ? type : '',
+    maxLength: kind === 'input' || kind === 'textarea' ? el.maxLength : -1 };
+  const { disabled, complete } = disabledOf(el);
+  out.disabled = disabled;
+  out.disabledKnown = complete;
+  out.enabledState = ['button', 'input', 'select', 'textarea', 'option', 'optgroup', 'fieldset'].includes(el.localName) ||
+    /^(button|link|textbox|combobox|checkbox|radio|switch|tab|menuitem|menuitemcheckbox|menuitemradio|slider|spinbutton|treeitem|option)$/.test(out.role);
+  const checked = checkedOf(el);
+  if (checked !== undefined) out.checked = checked;
+  if (kind === 'host') {
+    const text = hostText(el);
+    out.hostBounded = text !== undefined;
+    if (text !== undefined) out.value = text;
+  } else if (type !== 'password' && typeof el.value === 'string' && el.value.length <= ${MAX_VALUE}) {
+    out.value = el.value;
+  }
+  if ((kind === 'input' || kind === 'textarea') && typeof el.selectionStart === 'number') {
+    out.selection = { start: el.selectionStart, end: el.selectionEnd };
+  }
+  if (el.isConnected) {
+    const r = el.getBoundingClientRect();
+    out.visible = r.width > 0 && r.height > 0 && getComputedStyle(el).visibility === 'visible';
+  } else {
+    out.visible = false;
+  }
+  out.scroll = position(el);
+  if (el.localName === 'select') {
+    const clip = (s) => String(s).slice(0, ${MAX_LABEL});
+    const options = [...el.options];
+    out.select = { multiple: el.multiple, truncated: options.length > ${MAX_OPTIONS},
+      options: options.slice(0, ${MAX_OPTIONS}).map((o) => ({ label: clip(o.label), value: clip(o.value),
+        selected: o.selected, disabled: o.disabled || !!o.matches(':disabled') })) };
+  }
+  return out;
+}`;
+
+// TEXT_GUARD is the last check before text input, after the focus: the
+// element is still an editable field of the kind the broker checked,
+// enabled and focused; a single-line field gets no line break; the
+// result fits maxlength; for an append, the value is still the prefix the
+// broker read and the caret is put, and must stay, at its end. It returns
+// a code, or '' to go on.
+export const TEXT_GUARD = `function (mode, text, prefix) {
+  ${HELPERS}
+  const el = this, kind = kindOf(el);
+  if (!el.isConnected) return 'STALE_TARGET';
+  if (!kind || (el.localName === 'input' && String(el.type).toLowerCase() === 'password') || el.readOnly) return 'UNSUPPORTED_CAPABILITY';
+  if (disabledOf(el).disabled) return 'NOT_ACTIONABLE';
+  if (kind === 'input' && /[\\r\\n]/.test(text)) return 'UNSUPPORTED_CAPABILITY';
+  if (el.getRootNode().activeElement !== el) return 'NOT_ACTIONABLE';
+  const value = kind === 'host' ? hostText(el) : el.value;
+  if (value === undefined) return 'UNSUPPORTED_CAPABILITY';
+  const max = kind === 'host' ? -1 : el.maxLength;
+  if (mode === 'replace' && max >= 0 && text.length > max) return 'NOT_ACTIONABLE';
+  if (mode !== 'append') return '';
+  if (value !== prefix) return 'STALE_TARGET';
+  if (max >= 0 && prefix.length + text.length > max) return 'NOT_ACTIONABLE';
+  if (kind === 'host') {
+    const sel = el.ownerDocument.getSelection(), range = el.ownerDocument.createRange();
+    range.selectNodeContents(el);
+    range.collapse(false);
+    sel.removeAllRanges();
+    sel.addRange(range);
+    const end = el.ownerDocument.createRange();
+    end.selectNodeContents(el);
+    end.collapse(false);
+    const at = sel.rangeCount === 1 ? sel.getRangeAt(0) : null;
+    return at && at.collapsed && at.compareBoundaryPoints(Range.START_TO_START, end) === 0 ? '' : 'NOT_ACTIONABLE';
+  }
+  if (typeof el.selectionStart !== 'number') return 'UNSUPPORTED_CAPABILITY';
+  el.setSelectionRange(value.length, value.length);
+  return el.selectionStart === value.length && el.selectionEnd === value.length ? '' : 'NOT_ACTIONABLE';
+}`;
+
+// CHECKED_IS: the element's checked state is still want (a check's click
+// must toggle the state the broker saw).
+export const CHECKED_IS = `function (want) {
+  ${HELPERS}
+  return this.isConnected && checkedOf(this) === want ? '' : 'STALE_TARGET';
+}`;
+
+// SELECT_OPTION selects option index of a single <select> when it is still
+// labelled label, enabled and not selected, then fires input and change as
+// a user's choice does. Nothing changes when it returns a code.
+export const SELECT_OPTION = `function (index, label) {
+  ${HELPERS}
+  if (!this.isConnected) return 'STALE_TARGET';
+  if (this.localName !== 'select' || this.multiple) return 'UNSUPPORTED_CAPABILITY';
+  if (disabledOf(this).disabled) return 'NOT_ACTIONABLE';
+  const o = this.options[index];
+  if (!o || o.label.slice(0, ${MAX_LABEL}) !== label || o.selected) return 'STALE_TARGET';
+  if (o.disabled || o.matches(':disabled')) return 'NOT_ACTIONABLE';
+  this.selectedIndex = index;
+  this.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+  this.dispatchEvent(new Event('change', { bubbles: true }));
+  return '';
+}`;
+
+// SCROLL_BY scrolls the element, or for a document its scroller, at once.
+export const SCROLL_BY = `function (dx, dy) {
+  const s = this.nodeType === 9 ? (this.scrollingElement || this.documentElement) : this;
+  s.scrollBy({ left: dx, top: dy, behavior: 'instant' });
+  return '';
+}`;
+
+// worldsOf keeps one isolated world per frame document of a gate.
+function worldsOf(gate) {
+  gate.worlds ??= new Map();
+  return gate.worlds;
+}
+
+// mainFrame names the gate's main document as callOn takes a frame.
+export const mainFrame = (gate) => ({ frameId: gate.mainFrameId, loaderId: gate.mainLoaderId });
+
+// callOn runs fn (one of the functions above) with arguments args on the
+// node backendNodeId (or, when it is undefined, the frame's document) in
+// the isolated world of the frame {frameId, loaderId}, and returns its
+// value. A node that is gone is STALE_TARGET.
+export async function callOn(gate, send, frame, backendNodeId, fn, args = []) {
+  const worlds = worldsOf(gate);
+  const key = `${frame.frameId}:${frame.loaderId}`;
+  for (let attempt = 0; ; attempt++) {
+    let contextId = worlds.get(key);
+    if (contextId === undefined) {
+      ({ executionContextId: contextId } = await orFail(send('Page.createIsolatedWorld', { frameId: frame.frameId, worldName: WORLD }), 'STALE_TARGET'));
+      if (worlds.size >= 16) worlds.clear();
+      worlds.set(key, contextId);
+    }
+    let id = backendNodeId;
+    if (id === undefined) ({ root: { backendNodeId: id } } = await orFail(send('DOM.getDocument', { depth: 0 }), 'STALE_TARGET'));
+    let objectId;
+    try {
+      ({ object: { objectId } } = await send('DOM.resolveNode', { backendNodeId: id, executionContextId: contextId, objectGroup: WORLD }));
+    } catch (e) {
+      if (e instanceof CodeError) throw e;
+      worlds.delete(key); // the world went with its document, or the node is gone
+      if (attempt === 0) continue;
+      const gone = new CodeError('STALE_TARGET');
+      gone.gone = true;
+      throw gone;
+    }
+    try {
+      const res = await send('Runtime.callFunctionOn', {
+        objectId, functionDeclaration: fn, arguments: args.map((value) => ({ value })), returnByValue: true,
+      });
+      if (res.exceptionDetails) fail('STALE_TARGET');
+      return res.result?.value;
+    } finally {
+      send('Runtime.releaseObjectGroup', { objectGroup: WORLD }).catch(() => {});
+    }
+  }
+}
+
+// read answers dom.read: the facts of the node, or {found:false} when its
+// backend ID resolves to nothing in a fresh world (it no longer exists).
+export async function read(gate, send, frame, backendNodeId) {
+  try {
+    return await callOn(gate, send, frame, backendNodeId, READ);
+  } catch (e) {
+    if (e.gone && backendNodeId !== undefined) return { found: false };
+    throw e;
+  }
+}

@@ -1,0 +1,91 @@
+// dom.read and page.navigate: their request shapes and refusals. What the
+// fixed DOM functions read and check in a page is proven by the
+// real-Chromium suite (test/actions_test.go); here the fake stands in for
+// the isolated world.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup } from './fake-chrome.mjs';
+
+async function granted({ personal = true } = {}) {
+  const t = await setup({ personal });
+  t.chrome.addTab(1, 'https://a.test/');
+  const { lease } = await t.grant(1);
+  t.facts = { found: true, connected: true, sameDocument: true, tag: 'input' };
+  t.resolve = ({ backendNodeId, executionContextId }) => ({ object: { objectId: `${executionContextId}/${backendNodeId}` } });
+  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: 5 }));
+  t.chrome.cdp.set('DOM.resolveNode', (p) => t.resolve(p));
+  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { backendNodeId: 1 } }));
+  t.chrome.cdp.set('Runtime.callFunctionOn', () => ({ result: { value: t.facts } }));
+  t.chrome.cdp.set('Runtime.releaseObjectGroup', () => ({}));
+  t.read = (request) => t.call('dom.read', { lease, request: { documentEpoch: 'F1:L1', ...request } });
+  t.navigate = (request) => t.call('page.navigate', { lease, request: { documentEpoch: 'F1:L1', ...request } });
+  t.lease_ = lease;
+  return t;
+}
+
+test('dom.read answers the facts of an element, or of the document', async () => {
+  const t = await granted();
+  assert.deepEqual((await t.read({ backendNodeId: 42 })).value, t.facts);
+  assert.equal(t.chrome.commands.findLast((c) => c.method === 'DOM.resolveNode').params.backendNodeId, 42);
+  await t.read({});
+  assert.equal(t.chrome.commands.findLast((c) => c.method === 'DOM.resolveNode').params.backendNodeId, 1); // the document
+  const worlds = t.chrome.commands.filter((c) => c.method === 'Page.createIsolatedWorld');
+  assert.equal(worlds.length, 1, 'one isolated world per document, kept');
+});
+
+test('dom.read of a node that no longer exists is found:false', async () => {
+  const t = await granted();
+  t.resolve = () => { throw new Error('No node with given id found'); };
+  assert.deepEqual((await t.read({ backendNodeId: 42 })).value, { found: false });
+});
+
+test('dom.read refuses another document and malformed requests', async () => {
+  const t = await granted();
+  assert.equal((await t.read({ backendNodeId: 42, documentEpoch: 'F1:L0' })).code, 'STALE_TARGET');
+  for (const request of [
+    { backendNodeId: 0 },
+    { backendNodeId: '42' },
+    { backendNodeId: 42, extra: 1 },
+    { frame: { frameId: 'C1', loaderId: 'LC' } }, // a frame's document needs an element
+    { backendNodeId: 42, frame: { frameId: 'C1' } },
+    { documentEpoch: 7 },
+  ]) assert.equal((await t.read(request)).code, 'INVALID_REQUEST', JSON.stringify(request));
+});
+
+test('page.navigate sends the tab to a credential-free HTTP(S) URL of its scope', async () => {
+  const t = await granted();
+  let sent;
+  t.chrome.cdp.set('Page.navigate', (p) => { sent = p; return { frameId: 'F1', loaderId: 'L9' }; });
+  assert.deepEqual((await t.navigate({ url: 'https://b.test' })).value, { url: 'https://b.test/', loaderId: 'L9' });
+  assert.deepEqual(sent, { url: 'https://b.test/' });
+  t.chrome.cdp.set('Page.navigate', () => ({ frameId: 'F1' })); // within the document
+  assert.deepEqual((await t.navigate({ url: 'https://a.test/#x' })).value, { url: 'https://a.test/#x' });
+  sent = undefined;
+  for (const url of ['https://u:p@a.test/', 'file:///etc/passwd', 'javascript:1', 'chrome://settings', 'not a url']) {
+    assert.equal((await t.navigate({ url })).code, 'POLICY_DENIED', url);
+  }
+  assert.equal((await t.navigate({ url: 'https://a.test/', documentEpoch: 'F1:old' })).code, 'STALE_TARGET');
+  for (const request of [{ url: 1 }, { url: 'https://a.test/', extra: 1 }, { url: 'x'.repeat(8193) }]) {
+    assert.equal((await t.navigate(request)).code, 'INVALID_REQUEST', JSON.stringify(request));
+  }
+});
+
+test('page.navigate keeps an origin lease on its origin; a failed navigation is NAVIGATION_FAILED', async () => {
+  const t = await granted({ personal: false });
+  let navigations = 0;
+  t.chrome.cdp.set('Page.navigate', () => { navigations++; return { frameId: 'F1', loaderId: 'L2', errorText: 'net::ERR_CONNECTION_REFUSED' }; });
+  assert.equal((await t.navigate({ url: 'https://b.test/' })).code, 'POLICY_DENIED');
+  assert.equal(navigations, 0);
+  assert.equal((await t.navigate({ url: 'https://a.test/other' })).code, 'NAVIGATION_FAILED');
+  assert.equal(navigations, 1);
+  t.chrome.cdp.set('Page.navigate', () => ({ frameId: 'F1', loaderId: 'L3', isDownload: true }));
+  assert.equal((await t.navigate({ url: 'https://a.test/file.zip' })).code, 'NAVIGATION_FAILED');
+});
+
+test('a failed navigation to the lease origin keeps the gate: the error page is checked by the URL it could not reach', async () => {
+  const t = await granted({ personal: false });
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'chrome-error://chromewebdata/', unreachableUrl: 'https://a.test/down' } });
+  assert.ok(t.ext.gates.get(1), 'the gate ended on an error page of its own origin');
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L3', url: 'chrome-error://chromewebdata/', unreachableUrl: 'https://b.test/' } });
+  assert.equal(t.ext.gates.get(1), undefined);
+});
