@@ -151,8 +151,3 @@ func TestSnugChatDataWrite(t *testing.T) {
 		t.Fatalf("after approval: %s", got)
 	}
 }
-
-func jsString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
