@@ -118,7 +118,9 @@ func call[T any](t *testing.T, c *client.Client, method string, params any) T {
 }
 
 func callErr(c *client.Client, method string, params any) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// Generous: a protected export derives two keys at 600,000 PBKDF2
+	// iterations, slow under -race on a shared machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	return c.Call(ctx, method, params)
 }
