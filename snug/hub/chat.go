@@ -188,7 +188,7 @@ func (s *chatSession) send(ctx context.Context, op apps.ChatParams) {
 		it = apps.ChatItem{Kind: apps.ItemClarify, Text: appchat.Clarify}
 	}
 	it.Intent, it.Lane = string(intent), string(lane)
-	if it.Kind != apps.ItemClarify {
+	if it.Kind != apps.ItemClarify && it.Kind != apps.ItemError {
 		s.remember(text, it.Text)
 	}
 	reply(it)
