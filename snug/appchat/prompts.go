@@ -48,7 +48,7 @@ func ClassifierTurn(f Facts, history []Exchange, message string) agent.Turn {
 	}
 	u.WriteString("\n\nThe message to classify:\n")
 	u.WriteString(UserMessage(message))
-	return agent.Turn{System: classifierRules + "\n" + untrustedRules, User: u.String(), MaxTokens: 64}
+	return agent.Turn{System: classifierRules + "\n" + untrustedRules, User: u.String(), MaxTokens: 256}
 }
 
 const classifierRules = `You route one message that a user typed into the chat beside a small app they run. Classify it into exactly one intent:
