@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,10 @@ import (
 	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/wire"
 )
+
+// calRequirement is a valid requirement (Part III §12.5), in one line.
+const calRequirement = `{"slot":"cal","provider":{"name":"Cal"},"kind":"api_key","fields":[{"key":"api_key","label":"Key","type":"secret"}],` +
+	`"request":{"headerTemplate":{"X-Api-Key":"{{api_key}}"}},"declaredApiHosts":["api.cal.example"]}`
 
 // exportTo exports the hub's user file to a new path and returns it.
 func exportTo(t *testing.T, c *client.Client, params apps.ExportParams) (string, apps.Exported) {
@@ -50,16 +55,26 @@ func TestMoveToAnotherMachine(t *testing.T) {
 	}
 	// The file picks up a widened connection on its way (an attacker, or
 	// a careless edit): a grant whose hosts now include evil.example.
+	// One requirement is not valid (dropped); the other is, and comes with
+	// a grant whose allowed_hosts column is wider than it (it lands
+	// declared, its ceiling recomputed by conn.CheckImported).
 	tamper(t, path, `INSERT INTO snug_connections VALUES ('`+te.appID+`', 'github', '{"slot":"github"}', 1, 'user', NULL, 'approved', NULL, 0,
 		'["api.github.com","evil.example"]', '2026-11-01T10:00:00.000Z', NULL, '2026-11-01T09:00:00.000Z', '2026-11-01T10:00:00.000Z')`)
+	tamper(t, path, `INSERT INTO snug_connections VALUES ('`+te.appID+`', 'cal', '`+calRequirement+`', 1, 'user', NULL, 'approved', NULL, 0,
+		'["api.cal.example","evil.example"]', '2026-11-01T10:00:00.000Z', NULL, '2026-11-01T09:00:00.000Z', '2026-11-01T10:00:00.000Z')`)
 
 	other := start(t, "")
 	oc := other.client(client.Options{})
 	mine := install(t, oc, "<title>Local</title>", nil).App.ID
 	rep := call[apps.Imported](t, oc, apps.MethodImport, apps.ImportParams{Path: path})
 	if rep.Status != apps.ImportDone || rep.Apps != 1 || rep.ContractsDropped != 1 || rep.ContractsKept != 0 || !rep.AgentUnconfirmed ||
-		len(rep.Connections.Dropped) != 1 || !strings.Contains(rep.Connections.Dropped[0], "github") || rep.Backup == "" {
+		rep.Connections.Declared != 1 || len(rep.Connections.Dropped) != 1 || !strings.Contains(rep.Connections.Dropped[0], "github") || rep.Backup == "" {
 		t.Fatalf("import: %+v", rep)
+	}
+	conns := call[[]apps.Connection](t, oc, apps.MethodConnections, apps.ConnectionsParams{App: te.appID})
+	if len(conns) != 1 || conns[0].Slot != "cal" || conns[0].Status != "declared" || !conns[0].Imported ||
+		!slices.Equal(conns[0].Ceiling, []string{"api.cal.example"}) || !slices.Equal(conns[0].AllowedHosts, []string{"api.cal.example"}) || conns[0].ApprovedAt != "" {
+		t.Fatalf("connections after import: %+v", conns)
 	}
 	list := call[[]apps.App](t, oc, apps.MethodApps, map[string]any{})
 	if len(list) != 1 || list[0].ID != te.appID {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-browser/broker/snug/conn"
 	"github.com/dsh-browser/broker/snug/userdb"
 )
 
@@ -229,5 +230,43 @@ func TestImportedConnectionsAreCappedAndBoundToTheirApp(t *testing.T) {
 	// The derived hosts are stored as the check gave them, byte for byte.
 	if got := queryStrings(t, raw(t, path), `SELECT DISTINCT allowed_hosts FROM snug_connections`); !slices.Equal(got, []string{`["h.example"]`}) {
 		t.Fatalf("hosts %v", got)
+	}
+}
+
+// An imported requirement is compared and stored in conn's canonical form:
+// the same grant spelt another way in the file is restored, and a row that
+// lands declared keeps its requirement_version when the same requirement
+// is proposed again.
+func TestImportCanonicalisesRequirements(t *testing.T) {
+	db, path := mustOpen(t, userdb.Options{})
+	app := books(t, db, "")
+	approve(t, db, app.ID, put(t, db, app.ID, reqJSON("todo")), "k1")
+	image, err := db.Export(ctx, userdb.ExportOptions{Secrets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	respelt := `{"declaredApiHosts":["api.todo.example"], "kind":"api_key","slot":"todo",
+		"request":{"headerTemplate":{"X-Api-Key":"{{api_key}}"}},"provider":{"name":"Provider todo"},
+		"fields":[{"type":"secret","label":"API key","key":"api_key"}]}`
+	stmts := append([]string{`UPDATE snug_connections SET requirement_json = ` + quote(respelt) + ` WHERE slot = 'todo'`},
+		insertConnections(app.ID, connection{slot: "mail", requirement: reqJSON("mail"), status: "declared", hosts: `[]`})...)
+	rep, err := db.Import(ctx, mutate(t, image, stmts...), userdb.ImportOptions{Requirements: conn.CheckImported})
+	if err != nil || rep.Connections.Restored != 1 || rep.Connections.Declared != 1 || len(rep.Connections.Dropped) != 0 {
+		t.Fatalf("report %+v %v", rep.Connections, err)
+	}
+	db.Close()
+	if got := rowText(t, path, app.ID, "mail")["requirement_json"]; got != canonical(t, reqJSON("mail")) {
+		t.Fatalf("stored as\n%s", got)
+	}
+	if got := rowText(t, path, app.ID, "todo")["status"]; got != "approved" {
+		t.Fatalf("the respelt grant is %s", got)
+	}
+	db = mustReopen(t, path)
+	defer db.Close()
+	if key, ok, err := db.Secret(ctx, conn.CredentialKey(app.ID, "todo", "api_key")); key != "k1" || !ok || err != nil {
+		t.Fatalf("the restored grant's key: %q %v %v", key, ok, err)
+	}
+	if c := put(t, db, app.ID, reqJSON("mail")); c.RequirementVersion != 1 {
+		t.Fatalf("the same proposal after the import: v%d", c.RequirementVersion)
 	}
 }
