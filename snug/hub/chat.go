@@ -411,11 +411,13 @@ func (s *chatSession) revert(ctx context.Context, version int) {
 }
 
 // provider answers provider_read and provider_write: this host runs no
-// request from the chat (the provider lane of §16 needs the connection
-// executor), so it says so, with the way to connect when there is none.
+// request from the chat yet, so it says so, with the way to connect when
+// there is none. (The executor is there, h.net; the lane still needs the
+// agent's request prompt and parser and the scrub of LAN literals from
+// what goes back to the model, §14.2 and §16.)
 func (s *chatSession) provider(facts appchat.Facts) apps.ChatItem {
 	if len(facts.Connections) == 0 {
-		return apps.ChatItem{Kind: apps.ItemRefused, Text: "This app has no approved connection to another service, so there is nothing to ask. Connect one first from the app's connect flow, then ask again. Nothing was sent."}
+		return apps.ChatItem{Kind: apps.ItemRefused, Text: "This app has no approved connection to another service, so there is nothing to ask. Connect one first (Connections, at the top of this tab), then ask again. Nothing was sent."}
 	}
 	return apps.ChatItem{Kind: apps.ItemRefused, Text: "Asking a connected service from this chat is not available in this host yet. Nothing was sent."}
 }
