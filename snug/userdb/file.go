@@ -108,8 +108,9 @@ type ImportReport struct {
 // rebuilt from each app's schema registry (natural DDL, checked as a
 // write-back checks it); tables the registry does not name are not
 // carried. The file's secrets (if it was exported with them) replace the
-// local ones of the same key; other local secrets are kept, except the
-// connection credentials of an app the import leaves absent.
+// local ones of the same key, except the OAuth seat's own (auth:_*); other
+// local secrets are kept, except the connection credentials of an app the
+// import leaves absent.
 //
 // Errors: [ErrBadImport] for bytes that are not an openable SQLite user
 // file (or one whose hub tables lack the expected columns), an
@@ -320,8 +321,11 @@ func replace(ctx context.Context, c *sql.Conn, opts ImportOptions, rep ImportRep
 	}
 
 	// Secrets: the file's, then the local ones it does not replace, but
-	// never an absent app's connection credentials.
-	r, err := c.ExecContext(ctx, `INSERT INTO main.snug_secrets (key, value) SELECT key, value FROM imp.snug_secrets`)
+	// never an absent app's connection credentials. The file's auth:_*
+	// keys (the OAuth state signing key, sign-ins in progress) belong to
+	// the machine that wrote it: this one keeps its own.
+	r, err := c.ExecContext(ctx, `INSERT INTO main.snug_secrets (key, value) SELECT key, value FROM imp.snug_secrets
+		WHERE substr(key, 1, 6) != 'auth:_'`)
 	if err != nil {
 		return rep, err
 	}

@@ -270,3 +270,37 @@ func TestImportCanonicalisesRequirements(t *testing.T) {
 		t.Fatalf("the same proposal after the import: v%d", c.RequirementVersion)
 	}
 }
+
+// The OAuth seat's secrets (the state signing key, sign-ins in progress)
+// stay with the machine: an import, even of a file exported with its
+// secrets, neither replaces this one's nor brings the other's.
+func TestImportKeepsTheLocalOAuthSeat(t *testing.T) {
+	db, _ := mustOpen(t, userdb.Options{})
+	books(t, db, "")
+	for k, v := range map[string]string{conn.StateHMACKey: "hmac-of-the-other-machine", conn.FlowKey("f1"): `{"app":"x"}`, "byok:openai-compatible": byokSecret} {
+		if err := db.SetSecret(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	image, err := db.Export(ctx, userdb.ExportOptions{Secrets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	here, _ := mustOpen(t, userdb.Options{})
+	if err := here.SetSecret(ctx, conn.StateHMACKey, "hmac-of-this-machine"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := here.Import(ctx, image, userdb.ImportOptions{})
+	if err != nil || rep.SecretsImported != 1 || rep.SecretsKept != 1 {
+		t.Fatalf("report %+v %v", rep, err)
+	}
+	if v, _, _ := here.Secret(ctx, conn.StateHMACKey); v != "hmac-of-this-machine" {
+		t.Fatalf("the state key is %q", v)
+	}
+	if _, ok, _ := here.Secret(ctx, conn.FlowKey("f1")); ok {
+		t.Fatal("the other machine's sign-in in progress came along")
+	}
+	if v, _, _ := here.Secret(ctx, "byok:openai-compatible"); v != byokSecret {
+		t.Fatal("the opted-in secret did not come")
+	}
+}
