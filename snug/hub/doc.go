@@ -49,6 +49,7 @@
 // user approves and only if they change exactly those rows
 // (userdb.Runtime.Apply): a drift in any row's contents halts them. The
 // feature lane saves a new version at once, says that it did not ask, and
-// offers the revert. The provider lane sends nothing (this host has no
-// connection executor yet); the answer lane answers in words.
+// offers the revert. The provider lane sends nothing yet (the executor
+// is here; the lane's request prompt and the model-bound scrub are not);
+// the answer lane answers in words.
 package hub
