@@ -24,6 +24,7 @@ import (
 
 	"github.com/dsh-browser/broker/browser/runtime"
 	"github.com/dsh-browser/broker/service"
+	"github.com/dsh-browser/broker/snug/conn"
 	"github.com/dsh-browser/broker/snug/fetch"
 	"github.com/dsh-browser/broker/snug/hub"
 	"github.com/dsh-browser/broker/snug/ssrf/ssrftest"
@@ -168,7 +169,7 @@ func netStack(t *testing.T, svc, oauth http.Handler, trap *tcpSink) *stack.Stack
 		n.Answer(name, addr)
 	}
 	return stack.StartInProcess(t, func(stateDir string) []service.Register {
-		snug := hub.Register(hub.Config{StateDir: stateDir, Net: fetch.Options{Resolver: n, Dial: n.Dial, RootCAs: ca.Pool}})
+		snug := hub.Register(hub.Config{StateDir: stateDir, Requirements: conn.CheckImported, Net: fetch.Options{Resolver: n, Dial: n.Dial, RootCAs: ca.Pool}})
 		return []service.Register{
 			runtime.Register(runtime.Config{}),
 			func(h service.Host) (service.Service, error) {

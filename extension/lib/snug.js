@@ -21,6 +21,7 @@ export const SNUG = Object.freeze({
   EVENT_LOAD: 'snug.load',
   EVENT_DETACH: 'snug.detach',
   EVENT_RESET_AGENT: 'snug.resetAgent',
+  EVENT_CHAT: 'snug.chat',
   CALL_OPEN_TAB: 'snug.openTab',
   CALL_DELIVER: 'snug.deliver',
   CALL_CONFIRM: 'snug.confirm',
@@ -37,9 +38,11 @@ export const SNUG = Object.freeze({
   PIECE_FRAME: 'frame',
   PIECE_APP: 'app',
   PIECE_CLOSED: 'closed',
+  PIECE_CHAT: 'chat',
   MAX_PIECE_BYTES: 393216,
   MAX_RELAY_BYTES: 9437184,
   MAX_RUNNERS: 32,
+  MAX_CHAT_CHARS: 4000,
   RUNNER_PORT: 'snug-runner',
   RUNNER_PAGE: 'snug/runner.html',
   CDN_ALLOWLIST: Object.freeze(['cdn.jsdelivr.net', 'cdnjs.cloudflare.com', 'unpkg.com']),
@@ -120,6 +123,29 @@ export function createAssembler(maxBytes) {
     parts = [];
     return all;
   };
+}
+
+const CHAT_OPS = ['send', 'approve', 'decline', 'revert'];
+const CHAT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+// chatEvent checks what a runner page's chat panel sent and returns the
+// EVENT_CHAT value for runner, or null: an operation of the panel, a
+// message of 1 to MAX_CHAT_CHARS characters, ids of a few safe characters,
+// a version number. The hub decides everything else.
+export function chatEvent(runner, msg) {
+  if (!CHAT_OPS.includes(msg?.op)) return null;
+  const v = { runner, op: msg.op };
+  switch (msg.op) {
+    case 'send':
+      if (!CHAT_ID.test(msg.id ?? '') || typeof msg.text !== 'string' || msg.text.trim() === '' || msg.text.length > SNUG.MAX_CHAT_CHARS) return null;
+      return { ...v, id: msg.id, text: msg.text };
+    case 'approve':
+    case 'decline':
+      return CHAT_ID.test(msg.proposal ?? '') ? { ...v, proposal: msg.proposal } : null;
+    case 'revert':
+      return Number.isSafeInteger(msg.version) && msg.version > 0 ? { ...v, version: msg.version } : null;
+  }
+  return null;
 }
 
 // createSnug wires the snug port and the runner tabs around an injected
@@ -323,6 +349,7 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
       case SNUG.PIECE_HTML: return tell(r, { type: 'html', html: text });
       case SNUG.PIECE_FRAME: return tell(r, { type: 'frame', text });
       case SNUG.PIECE_APP: return tell(r, { type: 'app', display: JSON.parse(text) });
+      case SNUG.PIECE_CHAT: return tell(r, { type: 'chat', item: JSON.parse(text) });
     }
   }
 
@@ -400,6 +427,11 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
         return answer(r, msg);
       case 'call':
         return pageCall(r, msg);
+      case 'chat': {
+        const v = chatEvent(r.id, msg);
+        if (v) emit(SNUG.EVENT_CHAT, v);
+        return;
+      }
       case 'frame': {
         if (typeof msg.text !== 'string') return;
         const bytes = utf8.encode(msg.text);

@@ -195,3 +195,18 @@ test('a page calls only the connect flow, and only for its own runner', async ()
   await flush();
   assert.deepEqual(page.sent.find((m) => m.type === 'result' && m.id === '1'), { type: 'result', id: '1', ok: false, code: 'POLICY_DENIED' });
 });
+
+test('the chat panel relays its operations only, bounded', async () => {
+  const { chatEvent } = await import('../lib/snug.js');
+  assert.deepEqual(chatEvent('r1', { op: 'send', id: 'm1', text: 'how many books?' }), { runner: 'r1', op: 'send', id: 'm1', text: 'how many books?' });
+  assert.deepEqual(chatEvent('r1', { op: 'approve', proposal: 'ABC234', text: 'x' }), { runner: 'r1', op: 'approve', proposal: 'ABC234' });
+  assert.deepEqual(chatEvent('r1', { op: 'decline', proposal: 'ABC234' }), { runner: 'r1', op: 'decline', proposal: 'ABC234' });
+  assert.deepEqual(chatEvent('r1', { op: 'revert', version: 3 }), { runner: 'r1', op: 'revert', version: 3 });
+  const at = 'x'.repeat(SNUG.MAX_CHAT_CHARS);
+  assert.equal(chatEvent('r1', { op: 'send', id: 'm2', text: at }).text, at);
+  for (const bad of [
+    { op: 'send', id: 'm3', text: at + 'x' }, { op: 'send', id: 'm3', text: '  ' }, { op: 'send', text: 'hi' },
+    { op: 'send', id: 'a b', text: 'hi' }, { op: 'approve' }, { op: 'approve', proposal: '../x' },
+    { op: 'revert', version: 0 }, { op: 'revert', version: '2' }, { op: 'execute', proposal: 'ABC' }, null, 'send',
+  ]) assert.equal(chatEvent('r1', bad), null, JSON.stringify(bad));
+});

@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/snug/apps"
+	"github.com/dsh-browser/broker/snug/conn"
 	"github.com/dsh-browser/broker/snug/hub"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -66,7 +67,7 @@ func start(t testing.TB, stateDir string, opts ...func(*hub.Config)) *env {
 	var hb *hub.Hub
 	srv, err := broker.New(broker.Config{RuntimeDir: e.dir, StateDir: stateDir, Logger: log, Services: []service.Register{
 		func(h service.Host) (service.Service, error) {
-			cfg := hub.Config{StateDir: stateDir, Logger: log}
+			cfg := hub.Config{StateDir: stateDir, Logger: log, Requirements: conn.CheckImported}
 			for _, o := range opts {
 				o(&cfg)
 			}
@@ -122,7 +123,9 @@ func call[T any](t testing.TB, c *client.Client, method string, params any) T {
 }
 
 func callErr(c *client.Client, method string, params any) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// Generous: a protected export derives two keys at 600,000 PBKDF2
+	// iterations, slow under -race on a shared machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	return c.Call(ctx, method, params)
 }

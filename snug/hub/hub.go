@@ -33,6 +33,11 @@ type Config struct {
 	// snug/fetch); the zero value is the real network. Tests inject a
 	// pretend Internet there, never a weaker gate.
 	Net fetch.Options
+	// Requirements checks the connection requirements of an imported file
+	// strictly (spec §12.5) and derives their host ceilings: the broker
+	// passes conn.CheckImported. Nil keeps only the imported connections
+	// that restore a local grant; the rest are dropped and the user told.
+	Requirements userdb.RequirementCheck
 }
 
 // Hub is the snug kind's service. Its methods are safe for concurrent use.
@@ -124,18 +129,21 @@ func (h *Hub) Offers() []string {
 // Methods is the snug.* table.
 func (h *Hub) Methods() map[string]service.Method {
 	t := map[string]service.Method{
-		apps.MethodApps:       {Handle: h.listApps, ReadOnly: true, Discovery: true},
-		apps.MethodInstall:    {Handle: h.install},
-		apps.MethodUpdate:     {Handle: h.update},
-		apps.MethodSource:     {Handle: h.source, ReadOnly: true},
-		apps.MethodVersions:   {Handle: h.versions, ReadOnly: true},
-		apps.MethodRevert:     {Handle: h.revert},
-		apps.MethodReset:      {Handle: h.factoryReset},
-		apps.MethodRemove:     {Handle: h.remove},
-		apps.MethodOpen:       {Handle: h.openApp},
-		apps.MethodAgentGet:   {Handle: h.agentGet, ReadOnly: true},
-		apps.MethodAgentSet:   {Handle: h.agentSet},
-		apps.MethodAgentOffer: {Handle: h.agentOffer},
+		apps.MethodApps:         {Handle: h.listApps, ReadOnly: true, Discovery: true},
+		apps.MethodInstall:      {Handle: h.install},
+		apps.MethodUpdate:       {Handle: h.update},
+		apps.MethodSource:       {Handle: h.source, ReadOnly: true},
+		apps.MethodVersions:     {Handle: h.versions, ReadOnly: true},
+		apps.MethodRevert:       {Handle: h.revert},
+		apps.MethodReset:        {Handle: h.factoryReset},
+		apps.MethodRemove:       {Handle: h.remove},
+		apps.MethodOpen:         {Handle: h.openApp},
+		apps.MethodAgentGet:     {Handle: h.agentGet, ReadOnly: true},
+		apps.MethodAgentSet:     {Handle: h.agentSet},
+		apps.MethodAgentOffer:   {Handle: h.agentOffer},
+		apps.MethodAgentConfirm: {Handle: h.agentConfirm},
+		apps.MethodExport:       {Handle: h.export},
+		apps.MethodImport:       {Handle: h.importFile},
 
 		apps.MethodConnections:       {Handle: h.connections, ReadOnly: true},
 		apps.MethodConnectionDeclare: {Handle: h.declare},
@@ -213,6 +221,20 @@ func (h *Hub) Event(p service.Provider, event string, value json.RawMessage) {
 			return
 		}
 		l.runnerEvent(event, rp.Runner)
+	case apps.EventChat:
+		// The chat panel approves data changes: only the owner's own
+		// software may speak for it.
+		if !p.OwnerSurface() {
+			h.log.Warn("ignored a chat event from a snug provider the owner's software does not run", "instance", p.InstanceID())
+			return
+		}
+		var cp apps.ChatParams
+		if json.Unmarshal(value, &cp) != nil {
+			return
+		}
+		if r := l.runner(cp.Runner); r != nil {
+			r.chat.post(cp)
+		}
 	default:
 		h.log.Debug("ignored a snug provider event", "event", event)
 	}

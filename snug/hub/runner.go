@@ -41,6 +41,8 @@ type runner struct {
 	terms   *contract.Contract // the version's valid contract, or nil
 	db      *appdb.Instance    // the storage seat of the current document
 	dropped int                // frames dropped at a full inbox
+
+	chat *chatSession // the chat panel beside the app
 }
 
 // inbound is one thing the tab sent, applied in order.
@@ -77,6 +79,7 @@ func (h *Hub) attach(ctx context.Context, p service.Provider, params json.RawMes
 	}
 	rctx, cancel := context.WithCancel(context.Background()) // the runner outlives the request
 	r := &runner{h: h, link: l, id: ap.Runner, appID: a.ID, ctx: rctx, cancel: cancel, inbox: make(chan inbound, inboxSize)}
+	r.chat = newChatSession(r)
 	r.inst, err = frame.NewInstance(hostReady, func(b []byte) { l.enqueue(r, apps.PieceFrame, b) })
 	if err != nil {
 		cancel()
@@ -95,6 +98,7 @@ func (h *Hub) attach(ctx context.Context, p service.Provider, params json.RawMes
 		return nil, err
 	}
 	go r.serve()
+	go r.chat.run()
 	h.log.Info("runner opened", "app", a.ID, "instance", p.InstanceID())
 	return h.appInfo(a), nil
 }
@@ -127,6 +131,9 @@ func (r *runner) showDisplay() {
 	r.mu.Unlock()
 	d.Agent = r.h.agentReady()
 	d.AgentBlocked = r.h.budget(r.appID).Exhausted()
+	if c, err := r.h.readAgent(context.Background()); err == nil {
+		d.AgentUnconfirmed = c.unconfirmed && c.provider != apps.AgentNone
+	}
 	data, _ := json.Marshal(d)
 	r.link.enqueue(r, apps.PieceApp, data)
 }
