@@ -55,7 +55,9 @@ class Reader {
   constructor(send, page, maxCalls = BUDGET.calls, reserve = 0) {
     this.send = send;
     this.calls = 0;
-    this.clickable = new Set(); // backend node IDs to mark clickable (clickables)
+    // The nodes a clickable mark may change once the snapshot is in
+    // (mark): backend node ID -> [node, its description].
+    this.markable = new Map();
     this.maxCalls = maxCalls;
     this.nodes = [];
     this.truncated = false;
@@ -95,12 +97,24 @@ class Reader {
     for (const p of n.properties ?? []) {
       if (PROPS.includes(p.name) && p.value?.value !== undefined) node.props[p.name] = p.value.value;
     }
-    if (this.clickable.has(n.backendDOMNodeId)) {
+    if (node.backendNodeId === undefined) return this.push(node);
+    // A clickable element's title, which Chromium gives as its description.
+    const description = node.name === '' && n.description?.value !== undefined ?
+      String(n.description.value).slice(0, LIMITS.MAX_NAME_LENGTH) : undefined;
+    const mark = { clickable: true, ...(description === undefined ? {} : { description }) };
+    if (!this.push(node, utf8.encode(JSON.stringify(mark)).length)) return false;
+    this.markable.set(node.backendNodeId, [node, description]);
+    return true;
+  }
+
+  // mark marks the nodes read that are in clickable (clickables), with the
+  // room push kept for it.
+  mark(clickable) {
+    for (const [id, [node, description]] of this.markable) {
+      if (!clickable.has(id)) continue;
       node.props.clickable = true;
-      // A clickable element's title, which Chromium gives as its description.
-      if (node.name === '' && n.description?.value !== undefined) node.description = String(n.description.value).slice(0, LIMITS.MAX_NAME_LENGTH);
+      if (description !== undefined) node.description = description;
     }
-    return this.push(node);
   }
 
   // addStub records an ignored node of a window: only its place in the tree.
@@ -110,9 +124,10 @@ class Reader {
     return this.push(node);
   }
 
-  push(node) {
+  // push adds a node, keeping room for extra bytes it may gain (mark).
+  push(node, extra = 0) {
     if (this.nodes.length >= BUDGET.nodes) return this.stop();
-    const size = utf8.encode(JSON.stringify(node)).length + 1;
+    const size = utf8.encode(JSON.stringify(node)).length + 1 + extra;
     if (size > this.bytesLeft) return this.stop();
     this.bytesLeft -= size;
     this.nodes.push(node);
@@ -155,14 +170,23 @@ class Reader {
 // frame whose document's clickable elements are marked (clickables).
 export async function read(send, page, backendNodeId, frameId, clickFrame = frameId) {
   const r = new Reader(send, page);
-  if (clickFrame !== undefined) {
-    r.calls++;
-    r.clickable = await clickables(send, clickFrame);
-  }
+  const marks = snapshot(r, clickFrame);
   const w = new Walk(r, { frameId });
   const root = await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
+  if (marks) r.mark(await marks);
   return r.result();
+}
+
+// snapshot starts reading the clickable elements of clickFrame's document
+// (clickables), one call of r's budget, while the walk goes on: a big
+// document's snapshot takes as long to reach the worker as many walk calls.
+function snapshot(r, clickFrame) {
+  if (clickFrame === undefined) return undefined;
+  r.calls++;
+  const marks = clickables(r.send, clickFrame);
+  marks.catch(() => {}); // awaited after the walk, unless the walk fails first
+  return marks;
 }
 
 // WINDOW is the budget of one page window (ax.page).
@@ -181,10 +205,7 @@ const MAX_CHAIN_BYTES = 16 + BUDGET.depth * (64 * 6 + 3); // \u-escaped at worst
 // changed under the traversal.
 export async function readWindow(send, page, { backendNodeId, after, maxNodes, frameId, clickFrame = frameId }) {
   const r = new Reader(send, page, WINDOW.calls, MAX_CHAIN_BYTES);
-  if (clickFrame !== undefined) {
-    r.calls++;
-    r.clickable = await clickables(send, clickFrame);
-  }
+  const marks = snapshot(r, clickFrame);
   const w = new Walk(r, { window: true, maxNodes, frameId });
   const root = await w.root(backendNodeId);
   const stack = [];
@@ -209,6 +230,7 @@ export async function readWindow(send, page, { backendNodeId, after, maxNodes, f
     stack.push({ id: after.at(-1), depth: after.length, parent, walkParent: after.at(-2), resumed: true });
   }
   const more = await w.run(stack);
+  if (marks) r.mark(await marks);
   const out = { ...r.result(), truncated: r.truncated };
   if (more) out.resume = w.chain();
   return out;
