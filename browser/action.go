@@ -13,20 +13,28 @@ const (
 	MaxActionText        = 10_000
 	MaxExpectedText      = 2_000
 	MaxURL               = 8_192  // navigate's url and a url expectation, UTF-16 units
-	MaxScrollDelta       = 10_000 // |deltaX|, |deltaY| of scroll and wheel, CSS pixels
+	MaxScrollDelta       = 10_000 // |deltaX|, |deltaY| of scroll, wheel and drag, CSS pixels
 	MaxOptionLabel       = MaxNameLength
+	MaxOptionValue       = MaxNameLength
+	MaxPointOffset       = 10_000 // x, y of clickAt: CSS pixels from the element's top-left corner
 )
 
-// NamedKeys are the keys press accepts.
+// NamedKeys are the keys press accepts, and chord besides single
+// characters.
 var NamedKeys = map[string]bool{
 	"Enter": true, "Tab": true, "Escape": true, "Space": true,
 	"ArrowUp": true, "ArrowDown": true, "ArrowLeft": true, "ArrowRight": true,
 	"Home": true, "End": true, "PageUp": true, "PageDown": true, "Backspace": true, "Delete": true,
 }
 
-// Action kinds. All but type and select are the reference's; type inserts
-// at the caret, and select (capability [CapSelectOption]) chooses an option
-// of a <select>, which the reference cannot do.
+// Modifiers are the modifier keys a chord may hold, in the order they go
+// down.
+var Modifiers = []string{"Alt", "Control", "Meta", "Shift"}
+
+// Action kinds. type inserts at the caret and select (capability
+// [CapSelectOption]) chooses an option of a <select>; these and the pointer
+// and keyboard vocabulary after them are ours, each under its capability:
+// the reference has none of them.
 const (
 	ActCheck    = "check"
 	ActClick    = "click"
@@ -38,6 +46,11 @@ const (
 	ActWheel    = "wheel"
 	ActNavigate = "navigate"
 	ActSelect   = "select"
+	ActDblclick = "dblclick" // [CapDblclick]
+	ActHover    = "hover"    // [CapHover]
+	ActChord    = "chord"    // [CapKeyChord]
+	ActDrag     = "drag"     // [CapDrag]
+	ActClickAt  = "clickAt"  // [CapClickAt]
 )
 
 // Expectation kinds.
@@ -64,18 +77,30 @@ var ElementStates = []string{"attached", "detached", "visible", "hidden", "enabl
 //	wheel    {ref, deltaX, deltaY}   one wheel sample at a verified point
 //	navigate {url}                   a credential-free HTTP(S) URL
 //	select   {ref, option}           the option of a <select> labelled option
+//	select   {ref, value}            the option of a <select> whose value is value
+//	dblclick {ref}                   two clicks at the centre, as one double-click
+//	hover    {ref}                   the pointer moves onto the centre
+//	chord    {ref, key, modifiers}   one key (named, or one character) with modifiers held
+//	drag     {ref, toRef}            press on ref, move onto toRef, release there
+//	drag     {ref, deltaX, deltaY}   press on ref, move by the offset, release there
+//	clickAt  {ref, x, y}             a click at (x, y) of the element's box, from its top-left
 type Action struct {
-	Kind     string    `json:"kind"`
-	Ref      string    `json:"ref,omitempty"`
-	Text     *string   `json:"text,omitempty"`
-	Key      string    `json:"key,omitempty"`
-	Shift    *bool     `json:"shift,omitempty"`
-	Checked  *bool     `json:"checked,omitempty"`
-	DeltaX   *int      `json:"deltaX,omitempty"`
-	DeltaY   *int      `json:"deltaY,omitempty"`
-	URL      string    `json:"url,omitempty"`
-	Option   *string   `json:"option,omitempty"`
-	Expected *Expected `json:"expected,omitempty"`
+	Kind      string    `json:"kind"`
+	Ref       string    `json:"ref,omitempty"`
+	Text      *string   `json:"text,omitempty"`
+	Key       string    `json:"key,omitempty"`
+	Shift     *bool     `json:"shift,omitempty"`
+	Modifiers []string  `json:"modifiers,omitzero"` // a chord's, [] too
+	Checked   *bool     `json:"checked,omitempty"`
+	DeltaX    *int      `json:"deltaX,omitempty"`
+	DeltaY    *int      `json:"deltaY,omitempty"`
+	ToRef     string    `json:"toRef,omitempty"`
+	X         *int      `json:"x,omitempty"`
+	Y         *int      `json:"y,omitempty"`
+	URL       string    `json:"url,omitempty"`
+	Option    *string   `json:"option,omitempty"`
+	Value     *string   `json:"value,omitempty"`
+	Expected  *Expected `json:"expected,omitempty"`
 }
 
 // Expected is a postcondition checked after the action:
@@ -116,7 +141,26 @@ type ActionResult struct {
 	Observation   *Observation    `json:"observation,omitempty"`
 	Scroll        *ScrollEvidence `json:"scroll,omitempty"`
 	Recovery      *Recovery       `json:"recovery,omitempty"`
+	// CoveredBy names what would have received the input instead of the
+	// target, when the action was refused NOT_ACTIONABLE for it (ours).
+	CoveredBy *Cover `json:"coveredBy,omitempty"`
 }
+
+// Cover is the element that covers an action's target at the point the
+// input would land: a modal, a banner, another control. Tag is its element
+// name ("iframe" for the content of another frame, which is never read);
+// Role and Name are its accessibility role and name when it has them (a
+// name is cut at MaxCoverName); Ref is set when it is an element an
+// observation would give a ref, usable in the next action.
+type Cover struct {
+	Tag  string `json:"tag"`
+	Role string `json:"role,omitempty"`
+	Name string `json:"name,omitempty"`
+	Ref  string `json:"ref,omitempty"`
+}
+
+// MaxCoverName bounds a cover's name, in UTF-16 units.
+const MaxCoverName = 200
 
 // ActParams is the params of browser.act.
 type ActParams struct {

@@ -44,8 +44,16 @@ const (
 	// capabilities may fill, type, append and press in a same-origin child
 	// frame, besides the reference's click (runtime.frame-click.v1).
 	CapFrameInputClient = "broker.frame-input.v1"
-	// CapSelectOption: the select action chooses an option of a <select>.
+	// CapSelectOption: the select action chooses an option of a <select>,
+	// by its label or by its value.
 	CapSelectOption = "broker.select-option.v1"
+	// The input vocabulary past the reference's: each action kind under
+	// its own name.
+	CapDblclick = "broker.dblclick.v1"  // dblclick
+	CapHover    = "broker.hover.v1"     // hover
+	CapKeyChord = "broker.key-chord.v1" // chord
+	CapDrag     = "broker.drag.v1"      // drag
+	CapClickAt  = "broker.click-at.v1"  // clickAt
 	// CapCapturePaint: a capture also hides what paint effects (blur,
 	// drop-shadow, backdrop-filter) carry of a foreign frame outside its
 	// box, and refuses UNSUPPORTED_CAPABILITY where an SVG filter or a
@@ -59,7 +67,7 @@ func Offered() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
 		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState,
 		CapCapturePublish, CapPageWindows, CapFrames, CapObserveFrame, CapFrameClick, CapFrameQuery, CapFrameSubtree, CapFramePage,
-		CapFrameInputClient, CapSelectOption, CapCapturePaint}
+		CapFrameInputClient, CapSelectOption, CapCapturePaint, CapDblclick, CapHover, CapKeyChord, CapDrag, CapClickAt}
 }
 
 // Provider capabilities: what a browser provider advertises in its hello.
@@ -87,6 +95,13 @@ const (
 	CapInputWheel  = "input.wheel.v1"
 	CapInputSelect = "input.select.v1"
 	CapNavigate    = "page.navigate.v1"
+	// The pointer and keyboard vocabulary past the reference's: dom.hit (what
+	// a point of the page would hit) and every pointer input's accept list;
+	// input.click with count 2, input.hover and input.drag; input.key with
+	// modifiers and single-character keys.
+	CapDOMHit       = "dom.hit.v1"
+	CapInputPointer = "input.pointer.v1"
+	CapInputChord   = "input.chord.v1"
 )
 
 // MaxProviderAnswer bounds a browser provider's success response in bytes

@@ -37,7 +37,10 @@ const (
 	ProviderInputWheel  = "input.wheel"
 	ProviderInputScroll = "input.scroll"
 	ProviderInputSelect = "input.select"
+	ProviderInputHover  = "input.hover"
+	ProviderInputDrag   = "input.drag"
 	ProviderDOMRead     = "dom.read"
+	ProviderDOMHit      = "dom.hit"
 	ProviderNavigate    = "page.navigate"
 	ProviderCDP         = "cdp"
 

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -46,8 +47,9 @@ const (
 	// RuleFrameEpoch: an action in a frame names the frame's document in
 	// both documentEpoch and frame.documentEpoch.
 	RuleFrameEpoch = "frame-epoch"
-	// RuleFrameAction: an action in a frame is click, fill, type, append or
-	// press, with no expectation but text.
+	// RuleFrameAction: an action in a frame is click, fill, type, append,
+	// press or one of the pointer and keyboard kinds of ours (dblclick,
+	// hover, chord, drag, clickAt), with no expectation but text.
 	RuleFrameAction = "frame-action"
 	// RuleNavigateLast: navigate may only be a batch's last step.
 	RuleNavigateLast = "navigate-last"
@@ -226,8 +228,16 @@ var actionFields = map[string][2][]string{
 	ActScroll:   {{"deltaX", "deltaY"}, {"ref"}},
 	ActWheel:    {{"ref", "deltaX", "deltaY"}, nil},
 	ActNavigate: {{"url"}, nil},
-	ActSelect:   {{"ref", "option"}, nil},
+	ActSelect:   {{"ref"}, {"option", "value"}}, // exactly one of them
+	ActDblclick: {{"ref"}, nil},
+	ActHover:    {{"ref"}, nil},
+	ActChord:    {{"ref", "key", "modifiers"}, nil},
+	ActDrag:     {{"ref"}, {"toRef", "deltaX", "deltaY"}}, // toRef, or both deltas
+	ActClickAt:  {{"ref", "x", "y"}, nil},
 }
+
+// FrameActions are the action kinds allowed in a child frame.
+var FrameActions = []string{ActClick, ActFill, ActType, ActAppend, ActPress, ActDblclick, ActHover, ActChord, ActDrag, ActClickAt}
 
 // ExpectationAllowed reports whether an action kind may carry an
 // expectation kind.
@@ -263,9 +273,7 @@ func (c *checker) actionRequest(req object, field string, r *ActionRequest) erro
 		if f.DocumentEpoch != r.DocumentEpoch {
 			c.rule(field+".frame.documentEpoch", "must equal documentEpoch", RuleFrameEpoch)
 		}
-		switch r.Action.Kind {
-		case ActClick, ActFill, ActType, ActAppend, ActPress:
-		default:
+		if !slices.Contains(FrameActions, r.Action.Kind) {
 			c.rule(field+".action.kind", "cannot act in a frame", RuleFrameAction)
 		}
 		if e := r.Action.Expected; e != nil && e.Kind != ExpectText {
@@ -361,28 +369,62 @@ func (c *checker) action(a object, field string, out *Action) error {
 			out.Shift = &b
 		}
 	case ActScroll, ActWheel:
-		dx, err := c.integer(a, field, "deltaX", -MaxScrollDelta, MaxScrollDelta)
-		if err != nil {
+		if err := c.deltas(a, field, out); err != nil {
 			return err
 		}
-		dy, err := c.integer(a, field, "deltaY", -MaxScrollDelta, MaxScrollDelta)
-		if err != nil {
-			return err
-		}
-		if dx == 0 && dy == 0 {
-			return shapeErr(field, "deltaX and deltaY must not both be 0")
-		}
-		out.DeltaX, out.DeltaY = &dx, &dy
 	case ActNavigate:
 		if out.URL, err = c.str(a, field, "url", 1, MaxURL); err != nil {
 			return err
 		}
 	case ActSelect:
-		o, err := c.str(a, field, "option", 1, MaxOptionLabel)
+		_, byLabel := a["option"]
+		_, byValue := a["value"]
+		if byLabel == byValue {
+			return shapeErr(field, "select takes option or value")
+		}
+		if byLabel {
+			o, err := c.str(a, field, "option", 1, MaxOptionLabel)
+			if err != nil {
+				return err
+			}
+			out.Option = &o
+		} else {
+			v, err := c.str(a, field, "value", 0, MaxOptionValue)
+			if err != nil {
+				return err
+			}
+			out.Value = &v
+		}
+	case ActChord:
+		if err := c.chord(a, field, out); err != nil {
+			return err
+		}
+	case ActDrag:
+		_, to := a["toRef"]
+		_, dx := a["deltaX"]
+		_, dy := a["deltaY"]
+		switch {
+		case to && !dx && !dy:
+			if out.ToRef, err = c.str(a, field, "toRef", 1, 128); err != nil {
+				return err
+			}
+		case !to && dx && dy:
+			if err := c.deltas(a, field, out); err != nil {
+				return err
+			}
+		default:
+			return shapeErr(field, "drag takes toRef, or deltaX and deltaY")
+		}
+	case ActClickAt:
+		x, err := c.integer(a, field, "x", 0, MaxPointOffset)
 		if err != nil {
 			return err
 		}
-		out.Option = &o
+		y, err := c.integer(a, field, "y", 0, MaxPointOffset)
+		if err != nil {
+			return err
+		}
+		out.X, out.Y = &x, &y
 	}
 	if raw, ok := a["expected"]; ok {
 		e, err := c.object(raw, field+".expected")
@@ -394,6 +436,69 @@ func (c *checker) action(a object, field string, out *Action) error {
 		}
 	}
 	return nil
+}
+
+// deltas reads the deltaX and deltaY of a scroll, wheel or drag: integers
+// within MaxScrollDelta, not both 0.
+func (c *checker) deltas(a object, field string, out *Action) error {
+	dx, err := c.integer(a, field, "deltaX", -MaxScrollDelta, MaxScrollDelta)
+	if err != nil {
+		return err
+	}
+	dy, err := c.integer(a, field, "deltaY", -MaxScrollDelta, MaxScrollDelta)
+	if err != nil {
+		return err
+	}
+	if dx == 0 && dy == 0 {
+		return shapeErr(field, "deltaX and deltaY must not both be 0")
+	}
+	out.DeltaX, out.DeltaY = &dx, &dy
+	return nil
+}
+
+// chord reads a chord's key and modifiers: a named key with at least one
+// modifier, or exactly one character (neither a control character nor
+// white space: those are named keys) with any; modifiers each at most once.
+func (c *checker) chord(a object, field string, out *Action) error {
+	var err error
+	if out.Key, err = c.str(a, field, "key", 0, -1); err != nil {
+		return err
+	}
+	mods, err := c.array(a["modifiers"], join(field, "modifiers"), 0, len(Modifiers))
+	if err != nil {
+		return err
+	}
+	out.Modifiers = []string{}
+	for i, raw := range mods {
+		var m string
+		if json.Unmarshal(raw, &m) != nil || !slices.Contains(Modifiers, m) {
+			return shapeErr(fmt.Sprintf("%s.modifiers[%d]", field, i), "is not a modifier")
+		}
+		if slices.Contains(out.Modifiers, m) {
+			return shapeErr(join(field, "modifiers"), "names "+m+" twice")
+		}
+		out.Modifiers = append(out.Modifiers, m)
+	}
+	if NamedKeys[out.Key] {
+		if len(out.Modifiers) == 0 {
+			return shapeErr(join(field, "modifiers"), "must name a modifier with a named key")
+		}
+		return nil
+	}
+	if utf8.RuneCountInString(out.Key) != 1 || !KeyCharacter(out.Key) {
+		return shapeErr(join(field, "key"), "is not a named key or one character")
+	}
+	if utf16Len(out.Key) > 1 {
+		c.rule(join(field, "key"), "must be one UTF-16 unit", RuleUTF16)
+	}
+	return nil
+}
+
+// KeyCharacter reports whether s is a character a chord may press: one
+// that is neither a control character nor white space.
+func KeyCharacter(s string) bool {
+	r, n := utf8.DecodeRuneInString(s)
+	return n == len(s) && n > 0 && !unicode.IsControl(r) && !unicode.IsSpace(r)
 }
 
 func (c *checker) expected(e object, field, action string) (*Expected, error) {

@@ -28,6 +28,81 @@ func TestParseActValues(t *testing.T) {
 	}
 }
 
+// TestParseNewKinds: the pointer and keyboard kinds of ours, and select by
+// value, parse with their fields, and refuse what they do not take.
+func TestParseNewKinds(t *testing.T) {
+	act := func(action string) (*browser.Action, error) {
+		p, err := browser.ParseAct([]byte(`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":` + action + `}}`))
+		if err != nil {
+			return nil, err
+		}
+		return &p.Request.Action, nil
+	}
+	for _, tc := range []struct {
+		action string
+		check  func(a *browser.Action) bool
+	}{
+		{`{"kind":"dblclick","ref":"r1"}`, func(a *browser.Action) bool { return a.Kind == "dblclick" && a.Ref == "r1" }},
+		{`{"kind":"hover","ref":"r1","expected":{"kind":"text","text":"Tip"}}`, func(a *browser.Action) bool { return a.Expected.Text == "Tip" }},
+		{`{"kind":"chord","ref":"r1","key":"f","modifiers":["Control"]}`, func(a *browser.Action) bool {
+			return a.Key == "f" && len(a.Modifiers) == 1 && a.Modifiers[0] == "Control"
+		}},
+		{`{"kind":"chord","ref":"r1","key":"o","modifiers":[]}`, func(a *browser.Action) bool { return a.Key == "o" && a.Modifiers != nil && len(a.Modifiers) == 0 }},
+		{`{"kind":"chord","ref":"r1","key":"ArrowUp","modifiers":["Shift","Alt"]}`, func(a *browser.Action) bool { return len(a.Modifiers) == 2 }},
+		{`{"kind":"chord","ref":"r1","key":"é","modifiers":["Alt"]}`, func(a *browser.Action) bool { return a.Key == "é" }},
+		{`{"kind":"drag","ref":"r1","toRef":"r2"}`, func(a *browser.Action) bool { return a.ToRef == "r2" && a.DeltaX == nil }},
+		{`{"kind":"drag","ref":"r1","deltaX":-5,"deltaY":0}`, func(a *browser.Action) bool { return *a.DeltaX == -5 && *a.DeltaY == 0 && a.ToRef == "" }},
+		{`{"kind":"clickAt","ref":"r1","x":0,"y":1e4}`, func(a *browser.Action) bool { return *a.X == 0 && *a.Y == 10000 }},
+		{`{"kind":"select","ref":"r1","value":""}`, func(a *browser.Action) bool { return a.Value != nil && *a.Value == "" && a.Option == nil }},
+	} {
+		a, err := act(tc.action)
+		if err != nil || !tc.check(a) {
+			t.Errorf("%s: %+v %v", tc.action, a, err)
+		}
+	}
+	for _, bad := range []string{
+		`{"kind":"dblclick"}`,
+		`{"kind":"hover","ref":"r","key":"a"}`,
+		`{"kind":"chord","ref":"r","key":"a"}`,
+		`{"kind":"chord","ref":"r","key":"Enter","modifiers":[]}`,
+		`{"kind":"chord","ref":"r","key":"F5","modifiers":["Control"]}`,
+		`{"kind":"chord","ref":"r","key":"ab","modifiers":["Control"]}`,
+		`{"kind":"chord","ref":"r","key":"","modifiers":["Control"]}`,
+		`{"kind":"chord","ref":"r","key":" ","modifiers":[]}`,
+		`{"kind":"chord","ref":"r","key":"
+","modifiers":["Control"]}`,
+		`{"kind":"chord","ref":"r","key":"a","modifiers":["Ctrl"]}`,
+		`{"kind":"chord","ref":"r","key":"a","modifiers":["Shift","Shift"]}`,
+		`{"kind":"chord","ref":"r","key":"a","modifiers":["Alt","Control","Meta","Shift","Alt"]}`,
+		`{"kind":"chord","ref":"r","key":"a","modifiers":"Control"}`,
+		`{"kind":"chord","ref":"r","key":"a","modifiers":[null]}`,
+		`{"kind":"chord","ref":"r","key":"a","modifiers":["Control"],"shift":true}`,
+		`{"kind":"drag","ref":"r"}`,
+		`{"kind":"drag","ref":"r","toRef":""}`,
+		`{"kind":"drag","ref":"r","toRef":"x","deltaX":1,"deltaY":1}`,
+		`{"kind":"drag","ref":"r","deltaX":1}`,
+		`{"kind":"drag","ref":"r","deltaX":0,"deltaY":0}`,
+		`{"kind":"drag","ref":"r","deltaX":10001,"deltaY":0}`,
+		`{"kind":"clickAt","ref":"r","x":1}`,
+		`{"kind":"clickAt","ref":"r","x":-1,"y":0}`,
+		`{"kind":"clickAt","ref":"r","x":1.5,"y":0}`,
+		`{"kind":"clickAt","ref":"r","x":10001,"y":0}`,
+		`{"kind":"select","ref":"r"}`,
+		`{"kind":"select","ref":"r","option":"a","value":"a"}`,
+		`{"kind":"select","ref":"r","value":null}`,
+	} {
+		if a, err := act(bad); err == nil {
+			t.Errorf("%s: accepted as %+v", bad, a)
+		}
+	}
+	// A character past the Basic Multilingual Plane is one code point (the
+	// schema's count) but two UTF-16 units: refused by the rule.
+	_, err := act(`{"kind":"chord","ref":"r","key":"😀","modifiers":["Control"]}`)
+	if pe, ok := errors.AsType[*browser.ParamsError](err); !ok || pe.Rule != browser.RuleUTF16 {
+		t.Fatalf("an astral key: %v", err)
+	}
+}
+
 // TestParseRules: a params value refused only by a rule past the schema
 // names it; one that breaks the schema names none.
 func TestParseRules(t *testing.T) {
@@ -52,6 +127,14 @@ func FuzzParseParams(f *testing.F) {
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"wheel","ref":"r","deltaX":1,"deltaY":-2}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"press","ref":"r","key":"Tab","shift":true}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"select","ref":"r","option":"A"},"frame":{"frameId":"f","documentEpoch":"e"}}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"chord","ref":"r","key":"z","modifiers":[]}}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"chord","ref":"r","key":"Tab","modifiers":["Shift","Control"]}}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"drag","ref":"r","toRef":"t","expected":{"kind":"text","text":"x"}}}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"drag","ref":"r","deltaX":3,"deltaY":-4}}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"clickAt","ref":"r","x":3,"y":4},"frame":{"frameId":"f","documentEpoch":"e"}}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"select","ref":"r","value":"v"}}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"hover","ref":"r"}}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"dblclick","ref":"r"}}}`,
 		`{"sessionId":"s","approvalId":"a","request":{"requestId":"b","leaseId":"l","documentEpoch":"e","steps":[{"action":{"kind":"check","ref":"r","checked":true}},{"action":{"kind":"scroll","deltaX":0,"deltaY":9}}]}}`,
 		`{"sessionId":"s","leaseId":"l","cursor":"c","rootRef":"r","query":{"name":"Save","role":"button"},"frame":{"frameId":"f","documentEpoch":"e"}}`,
 	} {

@@ -21,6 +21,8 @@ import (
 //	const:"v"          the one allowed string (a shape's kind)
 //	pattern:"RE"       a regular expression the string must match
 //	text:"nonblank"    the string holds a character that is not white space
+//	text:"character"   the string is no control character and no white space
+//	                   (with len:"1,1": one character a chord may press)
 //
 // A type with several shapes (an Action: one per kind, see shapes.go) is
 // published as oneOf its shapes.
@@ -121,8 +123,11 @@ func bound(t reflect.Type, s *jsonschema.Schema) {
 		if re := f.Tag.Get("pattern"); re != "" {
 			p.Pattern = re
 		}
-		if f.Tag.Get("text") == "nonblank" {
+		switch f.Tag.Get("text") {
+		case "nonblank":
 			p.Pattern = nonblankPattern
+		case "character":
+			p.Pattern = characterPattern
 		}
 		bound(f.Type, p)
 	}
@@ -135,6 +140,14 @@ func bound(t reflect.Type, s *jsonschema.Schema) {
 // space (unicode.IsSpace), written out as literal characters: Go's and
 // JavaScript's \s differ.
 var nonblankPattern = "[^" + spaces + "]"
+
+// characterPattern matches a string with a character that is neither a
+// control character (unicode.IsControl) nor white space: with one
+// character, a key a chord may press ([KeyCharacter]).
+var characterPattern = "^[^" + controls + spaces + "]+$"
+
+// controls are the characters unicode.IsControl reports, as two ranges.
+const controls = "\u0000-\u001f\u007f-\u009f"
 
 // spaces are the characters unicode.IsSpace reports (a "-" range among them).
 const spaces = "\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"

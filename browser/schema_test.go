@@ -53,7 +53,26 @@ func TestParamsSchemaBounds(t *testing.T) {
 		want bool
 	}{
 		{req(`{"kind":"click","ref":"r1"}`, ``), true},
-		{req(`{"kind":"hover","ref":"r1"}`, ``), false},
+		{req(`{"kind":"hover","ref":"r1"}`, ``), true},
+		{req(`{"kind":"doubleclick","ref":"r1"}`, ``), false},
+		{req(`{"kind":"chord","ref":"r","key":"a","modifiers":[]}`, ``), true},
+		{req(`{"kind":"chord","ref":"r","key":"Enter","modifiers":[]}`, ``), false},
+		{req(`{"kind":"chord","ref":"r","key":"Enter","modifiers":["Control","Alt","Meta","Shift"]}`, ``), true},
+		{req(`{"kind":"chord","ref":"r","key":"a","modifiers":["Control","Control"]}`, ``), false},
+		{req(`{"kind":"chord","ref":"r","key":"ab","modifiers":["Control"]}`, ``), false},
+		{req(`{"kind":"chord","ref":"r","key":" ","modifiers":["Control"]}`, ``), false},
+		{req(`{"kind":"chord","ref":"r","key":"\u0007","modifiers":["Control"]}`, ``), false},
+		{req(`{"kind":"drag","ref":"r","toRef":"r2"}`, ``), true},
+		{req(`{"kind":"drag","ref":"r","toRef":"r2","deltaX":1,"deltaY":0}`, ``), false},
+		{req(`{"kind":"drag","ref":"r","deltaX":0,"deltaY":0}`, ``), false},
+		{req(`{"kind":"drag","ref":"r","deltaX":-10000,"deltaY":10000}`, ``), true},
+		{req(`{"kind":"drag","ref":"r","deltaX":-10001,"deltaY":1}`, ``), false},
+		{req(`{"kind":"clickAt","ref":"r","x":0,"y":10000}`, ``), true},
+		{req(`{"kind":"clickAt","ref":"r","x":-1,"y":0}`, ``), false},
+		{req(`{"kind":"clickAt","ref":"r","x":0,"y":10001}`, ``), false},
+		{req(`{"kind":"select","ref":"r","value":""}`, ``), true},
+		{req(`{"kind":"select","ref":"r","value":"`+long(1000)+`"}`, ``), true},
+		{req(`{"kind":"select","ref":"r","value":"`+long(1001)+`"}`, ``), false},
 		{req(`{"kind":"click","ref":"`+long(128)+`"}`, ``), true},
 		{req(`{"kind":"click","ref":"`+long(129)+`"}`, ``), false},
 		{req(`{"kind":"fill","ref":"r","text":"`+long(10000)+`"}`, ``), true},
@@ -142,6 +161,28 @@ func TestNonblankPattern(t *testing.T) {
 		c := string(r)
 		if re.MatchString(c) == browser.Blank(c) || browser.Blank(c) != unicode.IsSpace(r) {
 			t.Fatalf("U+%04X: pattern matches %v, Blank %v, IsSpace %v", r, re.MatchString(c), browser.Blank(c), unicode.IsSpace(r))
+		}
+	}
+}
+
+// TestCharacterPattern: a chord's one-character key in the schema and
+// KeyCharacter agree on every character: neither a control character nor
+// white space.
+func TestCharacterPattern(t *testing.T) {
+	act := compile(t, browser.ActParams{})
+	chord := func(key string) string {
+		k, _ := json.Marshal(key)
+		return `{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"chord","ref":"r","key":` + string(k) + `,"modifiers":["Control"]}}}`
+	}
+	// Every control and white space character is below U+3100; above, a sample.
+	for r := rune(0); r <= 0x10FFFF; r++ {
+		if (r >= 0xD800 && r <= 0xDFFF) || (r > 0x3100 && r%251 != 0) {
+			continue
+		}
+		c := string(r)
+		want := !unicode.IsControl(r) && !unicode.IsSpace(r)
+		if valid(t, act, chord(c)) != want || browser.KeyCharacter(c) != want {
+			t.Fatalf("U+%04X: schema %v, KeyCharacter %v, want %v", r, valid(t, act, chord(c)), browser.KeyCharacter(c), want)
 		}
 	}
 }

@@ -15,7 +15,8 @@ type patcher interface{ patch(s *jsonschema.Schema) }
 
 func (Action) variants() []any {
 	return []any{checkShape{}, clickShape{}, fillShape{}, typeShape{}, appendShape{}, pressShape{},
-		scrollShape{}, wheelShape{}, navigateShape{}, selectShape{}}
+		scrollShape{}, wheelShape{}, navigateShape{}, selectShape{}, selectValueShape{},
+		dblclickShape{}, hoverShape{}, chordNamedShape{}, chordCharShape{}, dragToShape{}, dragByShape{}, clickAtShape{}}
 }
 
 // Which expectations an action kind allows: value never with check,
@@ -95,6 +96,58 @@ type (
 		Option   string       `json:"option" len:"1,1000"`
 		Expected *anyExpected `json:"expected,omitempty"`
 	}
+	selectValueShape struct {
+		Kind     string       `json:"kind" const:"select"`
+		Ref      string       `json:"ref" len:"1,128"`
+		Value    string       `json:"value" len:",1000"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	dblclickShape struct {
+		Kind     string       `json:"kind" const:"dblclick"`
+		Ref      string       `json:"ref" len:"1,128"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	hoverShape struct {
+		Kind     string       `json:"kind" const:"hover"`
+		Ref      string       `json:"ref" len:"1,128"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	// A chord is a named key with at least one modifier, or one character
+	// with any.
+	chordNamedShape struct {
+		Kind      string       `json:"kind" const:"chord"`
+		Ref       string       `json:"ref" len:"1,128"`
+		Key       string       `json:"key" enum:"Enter,Tab,Escape,Space,ArrowUp,ArrowDown,ArrowLeft,ArrowRight,Home,End,PageUp,PageDown,Backspace,Delete"`
+		Modifiers []string     `json:"modifiers" items:"1,4"`
+		Expected  *anyExpected `json:"expected,omitempty"`
+	}
+	chordCharShape struct {
+		Kind      string       `json:"kind" const:"chord"`
+		Ref       string       `json:"ref" len:"1,128"`
+		Key       string       `json:"key" len:"1,1" text:"character"`
+		Modifiers []string     `json:"modifiers" items:"0,4"`
+		Expected  *anyExpected `json:"expected,omitempty"`
+	}
+	dragToShape struct {
+		Kind     string       `json:"kind" const:"drag"`
+		Ref      string       `json:"ref" len:"1,128"`
+		ToRef    string       `json:"toRef" len:"1,128"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	dragByShape struct {
+		Kind     string       `json:"kind" const:"drag"`
+		Ref      string       `json:"ref" len:"1,128"`
+		DeltaX   int          `json:"deltaX" range:"-10000,10000"`
+		DeltaY   int          `json:"deltaY" range:"-10000,10000"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
+	clickAtShape struct {
+		Kind     string       `json:"kind" const:"clickAt"`
+		Ref      string       `json:"ref" len:"1,128"`
+		X        int          `json:"x" range:"0,10000"`
+		Y        int          `json:"y" range:"0,10000"`
+		Expected *anyExpected `json:"expected,omitempty"`
+	}
 
 	valueShape struct {
 		Kind  string `json:"kind" const:"value"`
@@ -115,9 +168,23 @@ type (
 	}
 )
 
-// Scroll and wheel deltas may not both be 0.
+// Scroll, wheel and drag deltas may not both be 0.
 func (scrollShape) patch(s *jsonschema.Schema) { notBothZero(s) }
 func (wheelShape) patch(s *jsonschema.Schema)  { notBothZero(s) }
+func (dragByShape) patch(s *jsonschema.Schema) { notBothZero(s) }
+
+// A chord's modifiers are each a modifier, at most once.
+func (chordNamedShape) patch(s *jsonschema.Schema) { modifierItems(s) }
+func (chordCharShape) patch(s *jsonschema.Schema)  { modifierItems(s) }
+
+func modifierItems(s *jsonschema.Schema) {
+	m := s.Properties["modifiers"]
+	m.UniqueItems = true
+	m.Items.Enum = nil
+	for _, v := range Modifiers {
+		m.Items.Enum = append(m.Items.Enum, v)
+	}
+}
 
 func notBothZero(s *jsonschema.Schema) {
 	var zero any = 0

@@ -65,6 +65,9 @@ func ExtensionModule() []byte {
 		{"INPUT_WHEEL", browser.CapInputWheel},
 		{"INPUT_SELECT", browser.CapInputSelect},
 		{"PAGE_NAVIGATE", browser.CapNavigate},
+		{"DOM_HIT", browser.CapDOMHit},
+		{"INPUT_POINTER", browser.CapInputPointer},
+		{"INPUT_CHORD", browser.CapInputChord},
 		{"RUNTIME", browser.CapRuntime},
 		{"PERSONAL_MODE", browser.CapPersonalMode},
 		{"ORDERED_IDS", wire.CapOrderedIDs},
@@ -86,7 +89,10 @@ func ExtensionModule() []byte {
 		{"INPUT_WHEEL", browser.ProviderInputWheel},
 		{"INPUT_SCROLL", browser.ProviderInputScroll},
 		{"INPUT_SELECT", browser.ProviderInputSelect},
+		{"INPUT_HOVER", browser.ProviderInputHover},
+		{"INPUT_DRAG", browser.ProviderInputDrag},
 		{"DOM_READ", browser.ProviderDOMRead},
+		{"DOM_HIT", browser.ProviderDOMHit},
 		{"PAGE_NAVIGATE", browser.ProviderNavigate},
 		{"CDP", browser.ProviderCDP},
 		{"CONSOLE_OPEN", wire.ConsoleOpen},
@@ -108,12 +114,15 @@ func ExtensionModule() []byte {
 	slices.Sort(keys)
 	data, _ := json.Marshal(keys)
 	fmt.Fprintf(&b, "// Keys input.key presses.\nexport const NAMED_KEYS = Object.freeze(%s);\n\n", data)
+	data, _ = json.Marshal(browser.Modifiers)
+	fmt.Fprintf(&b, "// Modifiers a chord may hold, in the order they go down.\nexport const MODIFIERS = Object.freeze(%s);\n\n", data)
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	object("LIMITS", "Limits both sides enforce.", [][2]any{
 		{"MAX_ACTION_TEXT", browser.MaxActionText},
 		{"MAX_NAME_LENGTH", browser.MaxNameLength},
 		{"MAX_URL", browser.MaxURL},
 		{"MAX_SCROLL_DELTA", browser.MaxScrollDelta},
+		{"MAX_OPTION_VALUE", browser.MaxOptionValue},
 		{"MAX_SCREENSHOT_DATA", browser.MaxScreenshotData},
 		{"MAX_PROVIDER_ANSWER", browser.MaxProviderAnswer},
 		{"MAX_IN_FLIGHT", rpc.DefaultMaxInFlight},

@@ -25,12 +25,13 @@ func params(kind string) bool { return kind == kindAct || kind == kindBatch || k
 // enumerated values and numeric bounds.
 var paramsTables = &tables{
 	extraKeys: []string{"extra", "ref", "text", "key", "shift", "checked", "deltaX", "deltaY", "url", "option",
+		"modifiers", "toRef", "x", "y",
 		"expected", "value", "state", "kind", "frame", "timeoutMs", "requestId", "rootRef", "query", "cursor",
 		"__proto__", "constructor", "Ref", ""},
 	enumValues: map[string][]string{
 		"kind": {"check", "click", "fill", "type", "append", "press", "scroll", "wheel", "navigate", "select",
-			"value", "url", "text", "state", "hover", "Click", ""},
-		"key":   {"Enter", "Tab", "Space", "PageDown", "Delete", "F5", "enter", "a", ""},
+			"dblclick", "hover", "chord", "drag", "clickAt", "value", "url", "text", "state", "doubleclick", "Click", ""},
+		"key":   {"Enter", "Tab", "Space", "PageDown", "Delete", "F5", "enter", "a", "ab", " ", "\u0001", "😀", ""},
 		"state": {"attached", "detached", "visible", "hidden", "enabled", "disabled", "checked", "unchecked", "focused", ""},
 	},
 	numbers: []string{"0", "1", "-1", "2", "10000", "10001", "-10000", "-10001", "30000", "30001", "1.0", "1e0",
@@ -63,6 +64,15 @@ var (
 		`{"kind":"navigate","url":"https://example.test/form"}`,
 		`{"kind":"navigate","url":"http://127.0.0.1:8080/","expected":{"kind":"text","text":"Welcome"}}`,
 		`{"kind":"select","ref":"r1","option":"Blue","expected":{"kind":"value","value":"blue"}}`,
+		`{"kind":"select","ref":"r1","value":"blue","expected":{"kind":"value","value":"blue"}}`,
+		`{"kind":"dblclick","ref":"r1","expected":{"kind":"text","text":"Editing"}}`,
+		`{"kind":"hover","ref":"r1"}`,
+		`{"kind":"chord","ref":"r1","key":"f","modifiers":["Control"]}`,
+		`{"kind":"chord","ref":"r1","key":"ArrowLeft","modifiers":["Alt","Shift"],"expected":{"kind":"state","ref":"r2","state":"visible"}}`,
+		`{"kind":"chord","ref":"r1","key":"o","modifiers":[]}`,
+		`{"kind":"drag","ref":"r1","toRef":"r2","expected":{"kind":"text","text":"Dropped"}}`,
+		`{"kind":"drag","ref":"r1","deltaX":40,"deltaY":-10}`,
+		`{"kind":"clickAt","ref":"r1","x":12,"y":30}`,
 	}
 	observeExample = `{"sessionId":"s","leaseId":"l1","cursor":"c1","rootRef":"r1","query":{"name":"Save","role":"button"},"frame":{"frameId":"frame-1","documentEpoch":"E"}}`
 )
@@ -126,6 +136,11 @@ func goldenParams() []golden {
 		"wheel":    `{"kind":"wheel","ref":"r1","deltaX":1,"deltaY":0`,
 		"navigate": `{"kind":"navigate","url":"https://example.test/"`,
 		"select":   `{"kind":"select","ref":"r1","option":"Blue"`,
+		"dblclick": `{"kind":"dblclick","ref":"r1"`,
+		"hover":    `{"kind":"hover","ref":"r1"`,
+		"chord":    `{"kind":"chord","ref":"r1","key":"k","modifiers":["Meta"]`,
+		"drag":     `{"kind":"drag","ref":"r1","toRef":"r2"`,
+		"clickAt":  `{"kind":"clickAt","ref":"r1","x":1,"y":2`,
 	}
 	for _, action := range slices.Sorted(maps.Keys(bases)) {
 		base := bases[action]
@@ -156,8 +171,40 @@ func goldenParams() []golden {
 	bad("navigate with ref", `{"kind":"navigate","ref":"r1","url":"https://example.test/"}`)
 	bad("navigate without url", `{"kind":"navigate"}`)
 	bad("select without option", `{"kind":"select","ref":"r1"}`)
-	bad("select with value", `{"kind":"select","ref":"r1","option":"a","value":"a"}`)
-	bad("kind hover", `{"kind":"hover","ref":"r1"}`)
+	bad("select with option and value", `{"kind":"select","ref":"r1","option":"a","value":"a"}`)
+	bad("select value null", `{"kind":"select","ref":"r1","value":null}`)
+	bad("kind doubleclick", `{"kind":"doubleclick","ref":"r1"}`)
+	bad("hover without ref", `{"kind":"hover"}`)
+	bad("dblclick with text", `{"kind":"dblclick","ref":"r1","text":"x"}`)
+	bad("chord without modifiers", `{"kind":"chord","ref":"r1","key":"a"}`)
+	bad("chord of a named key without modifiers", `{"kind":"chord","ref":"r1","key":"Enter","modifiers":[]}`)
+	ok("chord of a named key with all four modifiers", `{"kind":"chord","ref":"r1","key":"Enter","modifiers":["Alt","Control","Meta","Shift"]}`)
+	bad("chord with five modifiers", `{"kind":"chord","ref":"r1","key":"a","modifiers":["Alt","Control","Meta","Shift","Alt"]}`)
+	bad("chord with a modifier twice", `{"kind":"chord","ref":"r1","key":"a","modifiers":["Alt","Alt"]}`)
+	bad("chord with Ctrl", `{"kind":"chord","ref":"r1","key":"a","modifiers":["Ctrl"]}`)
+	bad("chord of two characters", `{"kind":"chord","ref":"r1","key":"ab","modifiers":["Control"]}`)
+	bad("chord of an empty key", `{"kind":"chord","ref":"r1","key":"","modifiers":["Control"]}`)
+	bad("chord of a space", `{"kind":"chord","ref":"r1","key":" ","modifiers":["Control"]}`)
+	bad("chord of a control character", `{"kind":"chord","ref":"r1","key":"\u001b","modifiers":["Control"]}`)
+	bad("chord of F5", `{"kind":"chord","ref":"r1","key":"F5","modifiers":["Control"]}`)
+	bad("chord with shift", `{"kind":"chord","ref":"r1","key":"a","modifiers":[],"shift":true}`)
+	add(kindAct, "chord of an astral character", act(`{"kind":"chord","ref":"r1","key":"😀","modifiers":["Control"]}`, ""), false, browser.RuleUTF16)
+	bad("drag without a destination", `{"kind":"drag","ref":"r1"}`)
+	bad("drag with toRef and deltas", `{"kind":"drag","ref":"r1","toRef":"r2","deltaX":1,"deltaY":1}`)
+	bad("drag with one delta", `{"kind":"drag","ref":"r1","deltaX":1}`)
+	bad("drag with an empty toRef", `{"kind":"drag","ref":"r1","toRef":""}`)
+	ok("drag toRef of 128", `{"kind":"drag","ref":"r1","toRef":"`+strings.Repeat("x", 128)+`"}`)
+	bad("drag toRef of 129", `{"kind":"drag","ref":"r1","toRef":"`+strings.Repeat("x", 129)+`"}`)
+	bad("clickAt without y", `{"kind":"clickAt","ref":"r1","x":1}`)
+	for _, p := range []struct {
+		x, y  string
+		valid bool
+	}{
+		{"0", "0", true}, {"10000", "10000", true}, {"10001", "0", false}, {"0", "10001", false}, {"-1", "0", false},
+		{"-0", "0", true}, {"1.5", "0", false}, {"1e4", "0", true}, {`"1"`, "0", false}, {"null", "0", false},
+	} {
+		add(kindAct, fmt.Sprintf("clickAt at %s %s", p.x, p.y), act(`{"kind":"clickAt","ref":"r1","x":`+p.x+`,"y":`+p.y+`}`, ""), p.valid, "")
+	}
 	bad("kind Click", `{"kind":"Click","ref":"r1"}`)
 	bad("no kind", `{"ref":"r1"}`)
 	bad("kind 1", `{"kind":1,"ref":"r1"}`)
@@ -172,7 +219,7 @@ func goldenParams() []golden {
 		{"1e4", "0", true}, {"1e5", "0", false}, {"1.5", "0", false}, {`"1"`, "0", false}, {"null", "1", false},
 		{"true", "1", false},
 	} {
-		for _, k := range []string{"scroll", "wheel"} {
+		for _, k := range []string{"scroll", "wheel", "drag"} {
 			ref := `,"ref":"r1"`
 			add(kindAct, fmt.Sprintf("%s deltas %s %s", k, d.x, d.y), act(`{"kind":"`+k+`"`+ref+`,"deltaX":`+d.x+`,"deltaY":`+d.y+`}`, ""), d.valid, "")
 		}
@@ -193,6 +240,9 @@ func goldenParams() []golden {
 	ok("option of 1000", `{"kind":"select","ref":"r","option":"`+long(1000)+`"}`)
 	bad("option of 1001", `{"kind":"select","ref":"r","option":"`+long(1001)+`"}`)
 	bad("empty option", `{"kind":"select","ref":"r","option":""}`)
+	ok("value of 1000", `{"kind":"select","ref":"r","value":"`+long(1000)+`"}`)
+	bad("value of 1001", `{"kind":"select","ref":"r","value":"`+long(1001)+`"}`)
+	ok("empty value", `{"kind":"select","ref":"r","value":""}`)
 	ok("expected text of 2000", `{"kind":"click","ref":"r","expected":{"kind":"text","text":"`+long(2000)+`"}}`)
 	bad("expected text of 2001", `{"kind":"click","ref":"r","expected":{"kind":"text","text":"`+long(2001)+`"}}`)
 	bad("expected text blank", `{"kind":"click","ref":"r","expected":{"kind":"text","text":" \t\n"}}`)
@@ -230,6 +280,9 @@ func goldenParams() []golden {
 	add(kindAct, "frame fill", act(`{"kind":"fill","ref":"r","text":"x"}`, frame("F:L")), true, "")
 	add(kindAct, "frame of another epoch", act(`{"kind":"click","ref":"r"}`, frame("other")), false, browser.RuleFrameEpoch)
 	add(kindAct, "frame check", act(`{"kind":"check","ref":"r","checked":true}`, frame("F:L")), false, browser.RuleFrameAction)
+	add(kindAct, "frame chord", act(`{"kind":"chord","ref":"r","key":"b","modifiers":["Control"]}`, frame("F:L")), true, "")
+	add(kindAct, "frame drag", act(`{"kind":"drag","ref":"r","toRef":"r2"}`, frame("F:L")), true, "")
+	add(kindAct, "frame select by value", act(`{"kind":"select","ref":"r","value":"v"}`, frame("F:L")), false, browser.RuleFrameAction)
 	add(kindAct, "frame navigate", act(`{"kind":"navigate","url":"https://example.test/"}`, frame("F:L")), false, browser.RuleFrameAction)
 	add(kindAct, "frame click expecting a value", act(`{"kind":"click","ref":"r","expected":{"kind":"value","value":"x"}}`, frame("F:L")), false, browser.RuleFrameAction)
 	add(kindAct, "frame click expecting text", act(`{"kind":"click","ref":"r","expected":{"kind":"text","text":"x"}}`, frame("F:L")), true, "")

@@ -132,43 +132,47 @@ func refuse(res *browser.ActionResult, err error) *browser.ActionResult {
 
 type quad [8]float64
 
-// clickPoint scrolls the target into view and returns the centre of its
-// first on-screen box once two samples 32 ms apart agree (stable geometry).
-func (r *Runtime) clickPoint(ctx context.Context, prov Provider, l *lease.Lease, t *target) (float64, float64, error) {
+// box scrolls the target into view (when scroll is set) and returns its
+// first on-screen box once two samples 32 ms apart agree (stable
+// geometry). An element that is not rendered is NOT_ACTIONABLE.
+func (r *Runtime) box(ctx context.Context, prov Provider, l *lease.Lease, t *target, scroll bool) (quad, error) {
 	call := func(method string, params map[string]any) (json.RawMessage, error) {
 		return callCDP(ctx, prov, l, method, params)
 	}
 	node := map[string]any{"backendNodeId": t.BackendNodeID}
-	if _, err := call("DOM.scrollIntoViewIfNeeded", node); err != nil {
-		return 0, 0, staleIfGone(err)
+	if scroll {
+		if _, err := call("DOM.scrollIntoViewIfNeeded", node); err != nil {
+			return quad{}, staleIfGone(err)
+		}
 	}
 	var prev []quad
 	for {
 		raw, err := call("DOM.getContentQuads", node)
 		if err != nil {
-			return 0, 0, staleIfGone(err)
+			return quad{}, staleIfGone(err)
 		}
 		var q struct {
 			Quads []quad `json:"quads"`
 		}
 		if err := json.Unmarshal(raw, &q); err != nil {
-			return 0, 0, providerErr("cdp DOM.getContentQuads", err)
+			return quad{}, providerErr("cdp DOM.getContentQuads", err)
 		}
 		if len(q.Quads) == 0 {
-			return 0, 0, wire.Err(wire.CodeNotActionable) // not rendered
+			return quad{}, wire.Err(wire.CodeNotActionable) // not rendered
 		}
 		if quadsEqual(prev, q.Quads) {
-			x, y := centre(q.Quads[0])
-			if math.IsNaN(x) || math.IsNaN(y) {
-				return 0, 0, wire.Err(wire.CodeNotActionable)
+			for _, v := range q.Quads[0] {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return quad{}, wire.Err(wire.CodeNotActionable)
+				}
 			}
-			return x, y, nil
+			return q.Quads[0], nil
 		}
 		prev = q.Quads
 		select {
 		case <-time.After(32 * time.Millisecond):
 		case <-ctx.Done():
-			return 0, 0, wire.Err(wire.CodeDeadlineExceeded)
+			return quad{}, wire.Err(wire.CodeDeadlineExceeded)
 		}
 	}
 }
@@ -196,4 +200,17 @@ func quadsEqual(a, b []quad) bool {
 
 func centre(q quad) (float64, float64) {
 	return (q[0] + q[2] + q[4] + q[6]) / 4, (q[1] + q[3] + q[5] + q[7]) / 4
+}
+
+// offset maps (x, y), CSS pixels from the box's top-left corner along its
+// top and left edges, to the viewport; ok is false when the point is not
+// inside the box.
+func offset(q quad, x, y float64) (float64, float64, bool) {
+	w := math.Hypot(q[2]-q[0], q[3]-q[1])
+	h := math.Hypot(q[6]-q[0], q[7]-q[1])
+	if w <= 0 || h <= 0 || x < 0 || y < 0 || x >= w || y >= h {
+		return 0, 0, false
+	}
+	u, v := x/w, y/h
+	return q[0] + u*(q[2]-q[0]) + v*(q[6]-q[0]), q[1] + u*(q[3]-q[1]) + v*(q[7]-q[1]), true
 }

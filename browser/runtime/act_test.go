@@ -30,9 +30,14 @@ func newActOn(t *testing.T, cfg Config, caps ...string) *actOn {
 	return &actOn{f, l, f.observe("s", l.ID)}
 }
 
-// request is an action request on the observed document.
-func (a *actOn) request(requestID string, action map[string]any) map[string]any {
-	return map[string]any{"requestId": requestID, "leaseId": a.lease.ID, "documentEpoch": a.obs.DocumentEpoch, "action": action}
+// request is an action request on the observed document, with request
+// members extra (timeoutMs, …).
+func (a *actOn) request(requestID string, action map[string]any, extra ...any) map[string]any {
+	req := map[string]any{"requestId": requestID, "leaseId": a.lease.ID, "documentEpoch": a.obs.DocumentEpoch, "action": action}
+	for i := 0; i+1 < len(extra); i += 2 {
+		req[extra[i].(string)] = extra[i+1]
+	}
+	return req
 }
 
 func (a *actOn) ref(role, name string) string { return refOf(a.t, a.obs.Nodes, role, name) }

@@ -158,7 +158,7 @@ func TestParamBounds(t *testing.T) {
 		{"act: timeout 0", f.r.Act, with(act, "request.timeoutMs", 0), false},
 		{"act: timeout 30,000", f.r.Act, with(act, "request.timeoutMs", 30000), true},
 		{"act: timeout 30,001", f.r.Act, with(act, "request.timeoutMs", 30001), false},
-		{"act: unknown kind", f.r.Act, with(act, "request.action", map[string]any{"kind": "hover", "ref": greet}), false},
+		{"act: unknown kind", f.r.Act, with(act, "request.action", map[string]any{"kind": "doubleclick", "ref": greet}), false},
 		{"act: unknown key", f.r.Act, with(act, "request.action", map[string]any{"kind": "press", "ref": greet, "key": "F13"}), false},
 		{"act: press with shift", f.r.Act, with(act, "request.action", map[string]any{"kind": "press", "ref": greet, "key": "Tab", "shift": true}), true},
 		{"act: fill with shift", f.r.Act, with(act, "request.action.shift", true), false},

@@ -172,7 +172,10 @@ var sentTypes = map[string]func() any{
 	browser.ProviderInputWheel:  func() any { return &requestParams[inputCommand]{} },
 	browser.ProviderInputScroll: func() any { return &requestParams[inputCommand]{} },
 	browser.ProviderInputSelect: func() any { return &requestParams[inputCommand]{} },
+	browser.ProviderInputHover:  func() any { return &requestParams[inputCommand]{} },
+	browser.ProviderInputDrag:   func() any { return &requestParams[inputCommand]{} },
 	browser.ProviderDOMRead:     func() any { return &requestParams[domRequest]{} },
+	browser.ProviderDOMHit:      func() any { return &requestParams[hitRequest]{} },
 	browser.ProviderNavigate:    func() any { return &requestParams[navigateRequest]{} },
 	browser.ProviderCDP:         func() any { return &cdpParams{} },
 }
@@ -340,9 +343,10 @@ type fakePage struct {
 	epoch      string // mainFrameId:loaderId
 	url, title string
 	nodes      []fakeNode
-	truncated  bool                 // reads say a budget cut them
-	frames     []sourceFrame        // child frames, as frames.list lists them
-	docs       map[string]*fakePage // child frame documents by frame ID
+	truncated  bool                   // reads say a budget cut them
+	frames     []sourceFrame          // child frames, as frames.list lists them
+	docs       map[string]*fakePage   // child frame documents by frame ID
+	selects    map[int64]*selectFacts // the options of the page's <select>s, by backend node ID
 }
 
 type fakeNode struct {
@@ -390,7 +394,9 @@ func (pg *fakePage) read(match func(axNode) bool) *axRead {
 	out := &axRead{DocumentEpoch: pg.epoch, URL: pg.url, Title: pg.title, Truncated: pg.truncated, Nodes: []axNode{}}
 	for _, n := range pg.nodes {
 		if !n.Ignored && match(n.axNode) {
-			out.Nodes = append(out.Nodes, n.axNode)
+			a := n.axNode
+			a.AXID, a.ParentAXID = n.id, n.parent
+			out.Nodes = append(out.Nodes, a)
 		}
 	}
 	return out
@@ -447,7 +453,9 @@ func (pg *fakePage) window(req pageRequest) (*windowRead, error) {
 			break
 		}
 		n := pg.nodes[i]
-		out.Nodes = append(out.Nodes, windowNode{axNode: n.axNode, AXID: n.id, ParentAXID: n.parent})
+		w := n.axNode
+		w.AXID, w.ParentAXID = n.id, n.parent
+		out.Nodes = append(out.Nodes, windowNode{w})
 	}
 	return out, nil
 }
@@ -548,11 +556,17 @@ func (p *fakeProvider) serveDefaults() {
 			Redaction: browser.Redaction{Policy: redactionPolicy, Frames: 2, Regions: 1}}, nil
 	})
 	p.on(browser.ProviderCDP, func(params any) (any, error) {
-		switch params.(*cdpParams).Method {
+		c := params.(*cdpParams)
+		switch c.Method {
 		case "DOM.scrollIntoViewIfNeeded":
 			return map[string]any{}, nil
 		case "DOM.getContentQuads":
 			return map[string]any{"quads": quadOf}, nil
+		case "Page.getLayoutMetrics":
+			return map[string]any{"cssLayoutViewport": map[string]any{"clientWidth": 800, "clientHeight": 600}}, nil
+		case "Accessibility.getPartialAXTree":
+			id, _ := c.Params.(map[string]any)["backendNodeId"].(float64)
+			return pg.axTree(int64(id)), nil
 		}
 		return nil, wire.Err(wire.CodeUnsupportedCapability)
 	})
@@ -564,9 +578,28 @@ func (p *fakeProvider) serveDefaults() {
 		}
 		return d.facts(req.BackendNodeID), nil
 	})
-	for _, m := range []string{browser.ProviderInputClick, browser.ProviderInputKey} {
+	for _, m := range []string{browser.ProviderInputClick, browser.ProviderInputKey, browser.ProviderInputHover, browser.ProviderInputDrag} {
 		p.on(m, func(any) (any, error) { return map[string]bool{"dispatched": true}, nil })
 	}
+	// An option is chosen as the extension chooses it: by index, when its
+	// label (and value) still match.
+	p.on(browser.ProviderInputSelect, func(params any) (any, error) {
+		cmd := params.(*requestParams[inputCommand]).Request
+		pg.mu.Lock()
+		defer pg.mu.Unlock()
+		sel := pg.selects[cmd.Target.BackendNodeID]
+		if sel == nil || cmd.Option.Index >= len(sel.Options) {
+			return nil, wire.Err(wire.CodeUnsupportedCapability)
+		}
+		o := sel.Options[cmd.Option.Index]
+		if o.Label != cmd.Option.Label || (cmd.Option.Value != nil && o.Value != *cmd.Option.Value) {
+			return nil, wire.Err(wire.CodeStaleTarget)
+		}
+		for i := range sel.Options {
+			sel.Options[i].Selected = i == cmd.Option.Index
+		}
+		return map[string]bool{"dispatched": true}, nil
+	})
 	// Text lands in the field, as typing would: dom.read and ax.read then
 	// show it.
 	p.on(browser.ProviderInputText, func(params any) (any, error) {
@@ -576,6 +609,44 @@ func (p *fakeProvider) serveDefaults() {
 		}
 		return map[string]bool{"dispatched": true}, nil
 	})
+}
+
+// axTree answers Accessibility.getPartialAXTree for a node of the page (or
+// of a child frame's document), as Chromium does: the node with its role,
+// name and properties.
+func (pg *fakePage) axTree(backend int64) map[string]any {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	docs := []*fakePage{pg}
+	for _, d := range pg.docs {
+		docs = append(docs, d)
+	}
+	for _, d := range docs {
+		if d != pg {
+			d.mu.Lock()
+		}
+		for _, n := range d.nodes {
+			if n.BackendNodeID != backend {
+				continue
+			}
+			props := []map[string]any{{"name": "focusable", "value": map[string]any{"value": n.Props.Focusable}}}
+			if n.Props.Editable != "" {
+				props = append(props, map[string]any{"name": "editable", "value": map[string]any{"value": n.Props.Editable}})
+			}
+			if n.Props.Disabled {
+				props = append(props, map[string]any{"name": "disabled", "value": map[string]any{"value": true}})
+			}
+			if d != pg {
+				d.mu.Unlock()
+			}
+			return map[string]any{"nodes": []map[string]any{{"backendDOMNodeId": backend, "ignored": n.Ignored,
+				"role": map[string]any{"value": n.Role}, "name": map[string]any{"value": n.Name}, "properties": props}}}
+		}
+		if d != pg {
+			d.mu.Unlock()
+		}
+	}
+	return map[string]any{"nodes": []any{}}
 }
 
 // setValue applies a text input to a field's value.
@@ -612,6 +683,9 @@ func (pg *fakePage) facts(backend int64) domFacts {
 		}
 		f := domFacts{Found: true, Connected: true, SameDocument: true, Visible: true, DisabledKnown: true,
 			Disabled: n.Props.Disabled, EnabledState: !n.Props.Disabled, Tag: "button", MaxLength: -1, Scroll: scroll}
+		if sel := pg.selects[backend]; sel != nil {
+			f.Tag, f.Select = "select", &selectFacts{Multiple: sel.Multiple, Options: slices.Clone(sel.Options)}
+		}
 		if n.Props.Editable != "" {
 			f.Tag, f.Type, f.Editable = "input", "text", "input"
 			v := ""

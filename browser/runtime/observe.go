@@ -238,11 +238,95 @@ func entryOf(n axNode, query bool) (e entry, ok bool) {
 	return entry{ref: ref, target: t, size: size}, true
 }
 
+// maxClickableName bounds the name a clickable element gets from its title
+// or text, in UTF-16 units: its words are what a person reads on it, not
+// all of its text.
+const maxClickableName = 100
+
+// clickableNames names the elements of a read that the page made
+// clickable itself (a click listener, a cursor:pointer area, a tab stop:
+// Props.Clickable) but that have no role a ref is given for: a generic div
+// or span, a table cell, an image. Each is named by its accessible name,
+// else its title (the description), else the text inside it, cut at
+// maxClickableName. One with a control or a field inside gets none: those
+// are what a person clicks. It returns the names by index in nodes.
+func clickableNames(nodes []axNode) map[int]string {
+	index := make(map[string]int, len(nodes))
+	candidates := map[int]bool{}
+	for i, n := range nodes {
+		if n.AXID != "" {
+			index[n.AXID] = i
+		}
+		if n.Props.Clickable && !n.Ignored && !n.Props.Hidden && n.BackendNodeID > 0 && n.Role != "StaticText" &&
+			!controlRoles[n.Role] && !regionRoles[n.Role] && !(n.Props.Focusable && n.Props.Editable != "") {
+			candidates[i] = true
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	words := map[int][]string{}
+	wordBytes := map[int]int{}
+	blocked := map[int]bool{}
+	for _, n := range nodes {
+		control := controlRoles[n.Role] || (n.Props.Focusable && n.Props.Editable != "")
+		text := n.Role == "StaticText" && !n.Ignored && !n.Props.Hidden
+		if !control && !text {
+			continue
+		}
+		for id, steps := n.ParentAXID, 0; id != "" && steps < 64; steps++ {
+			a, ok := index[id]
+			if !ok {
+				break
+			}
+			switch {
+			case !candidates[a]:
+			case control:
+				blocked[a] = true
+			case wordBytes[a] <= 4*maxClickableName:
+				words[a] = append(words[a], n.Name)
+				wordBytes[a] += len(n.Name) + 1
+			}
+			id = nodes[a].ParentAXID
+		}
+	}
+	out := make(map[int]string, len(candidates))
+	for i := range candidates {
+		if blocked[i] {
+			continue
+		}
+		name := collapse(nodes[i].Name)
+		if name == "" {
+			name = collapse(nodes[i].Description)
+		}
+		if name == "" {
+			name = collapse(strings.Join(words[i], " "))
+		}
+		out[i] = strings.TrimSpace(cut(name, maxClickableName))
+	}
+	return out
+}
+
+// clickableEntry is the entry of an element clickableNames named: its ref
+// shows that name, its identity stays the accessibility tree's.
+func clickableEntry(n axNode, name string) entry {
+	ref := &browser.NodeRef{Role: n.Role, Name: name, Disabled: n.Props.Disabled}
+	t := target{BackendNodeID: n.BackendNodeID, Role: n.Role, Name: n.Name}
+	return entry{ref: ref, target: t, size: len(name) + 64}
+}
+
 // project turns AX nodes into refs and text within the budgets.
 func project(obs *browser.Observation, p refMinter, nodes []axNode, query bool) {
 	controls, regions, nodeBytes, textBytes := 0, 0, 0, 0
-	for _, n := range nodes {
+	var clickable map[int]string
+	if !query {
+		clickable = clickableNames(nodes)
+	}
+	for i, n := range nodes {
 		e, ok := entryOf(n, query)
+		if name, c := clickable[i]; c {
+			e, ok = clickableEntry(n, name), true
+		}
 		switch {
 		case !ok:
 			continue

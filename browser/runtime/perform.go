@@ -45,6 +45,10 @@ var capabilityOf = map[string]string{
 	browser.ActWheel:    browser.CapInputWheel,
 	browser.ActNavigate: browser.CapNavigate,
 	browser.ActSelect:   browser.CapInputSelect,
+	browser.ActDblclick: browser.CapInputPointer,
+	browser.ActHover:    browser.CapInputPointer,
+	browser.ActDrag:     browser.CapInputPointer,
+	browser.ActChord:    browser.CapInputChord,
 }
 
 // performHeld is perform for a caller that holds the tab's queue slot (a
@@ -103,6 +107,16 @@ func (a *action) perform() *browser.ActionResult {
 		return a.navigate()
 	case browser.ActSelect:
 		return a.choose()
+	case browser.ActDblclick:
+		return a.dblclick()
+	case browser.ActHover:
+		return a.hover()
+	case browser.ActClickAt:
+		return a.clickAt()
+	case browser.ActDrag:
+		return a.drag()
+	case browser.ActChord:
+		return a.chord()
 	}
 	return a.refuse(wire.Err(wire.CodeInvalidRequest))
 }
@@ -202,57 +216,14 @@ func (a *action) identity(t *target) (axProps, error) { return a.r.identity(a.ct
 // and name are those it was observed with. It returns the node's
 // properties.
 func (r *Runtime) identity(ctx context.Context, prov Provider, l *lease.Lease, t *target) (axProps, error) {
-	raw, err := callCDP(ctx, prov, l, "Accessibility.getPartialAXTree", map[string]any{"backendNodeId": t.BackendNodeID, "fetchRelatives": false})
+	n, err := r.axNodeOf(ctx, prov, l, t.BackendNodeID)
 	if err != nil {
-		return axProps{}, staleIfGone(err)
+		return axProps{}, err
 	}
-	var tree struct {
-		Nodes []struct {
-			BackendNodeID int64 `json:"backendDOMNodeId"`
-			Ignored       bool  `json:"ignored"`
-			Role          struct {
-				Value string `json:"value"`
-			} `json:"role"`
-			Name struct {
-				Value string `json:"value"`
-			} `json:"name"`
-			Properties []struct {
-				Name  string `json:"name"`
-				Value struct {
-					Value any `json:"value"`
-				} `json:"value"`
-			} `json:"properties"`
-		} `json:"nodes"`
+	if n == nil || n.Ignored || n.Role != t.Role || n.Name != t.Name {
+		return axProps{}, wire.Err(wire.CodeStaleTarget)
 	}
-	if err := json.Unmarshal(raw, &tree); err != nil {
-		return axProps{}, providerErr("cdp Accessibility.getPartialAXTree", err)
-	}
-	for _, n := range tree.Nodes {
-		if n.BackendNodeID != t.BackendNodeID {
-			continue
-		}
-		if n.Ignored || n.Role.Value != t.Role || n.Name.Value != t.Name {
-			break
-		}
-		var props axProps
-		for _, p := range n.Properties {
-			switch v := p.Value.Value.(type) {
-			case bool:
-				if p.Name == "disabled" {
-					props.Disabled = v
-				}
-				if p.Name == "checked" {
-					props.Checked = map[bool]string{true: "true", false: "false"}[v]
-				}
-			case string:
-				if p.Name == "checked" {
-					props.Checked = v
-				}
-			}
-		}
-		return props, nil
-	}
-	return axProps{}, wire.Err(wire.CodeStaleTarget)
+	return n.Props, nil
 }
 
 // wait waits for a page change or the poll interval; false at the deadline.
@@ -267,12 +238,16 @@ func (a *action) wait(wake <-chan struct{}, interval time.Duration) bool {
 }
 
 // ready waits, under the deadline, until the target is enabled and
-// visible, and returns its facts. A target that is gone is STALE_TARGET;
-// one that never becomes ready is NOT_ACTIONABLE.
-func (a *action) ready() (*domFacts, error) {
+// visible, and returns its facts (see readyOf).
+func (a *action) ready() (*domFacts, error) { return a.readyOf(a.target) }
+
+// readyOf waits, under the deadline, until t is enabled and visible, and
+// returns its facts. A target that is gone is STALE_TARGET; one that never
+// becomes ready is NOT_ACTIONABLE.
+func (a *action) readyOf(t *target) (*domFacts, error) {
 	for {
 		wake := a.p.changes()
-		f, err := a.read(a.target)
+		f, err := a.read(t)
 		if err != nil {
 			return nil, a.notReady(err)
 		}
@@ -284,26 +259,6 @@ func (a *action) ready() (*domFacts, error) {
 		}
 		if !a.wait(wake, pollInterval) {
 			return nil, wire.Err(wire.CodeNotActionable)
-		}
-	}
-}
-
-// point waits until the target is ready and has a stable point to hit.
-func (a *action) point() (float64, float64, error) {
-	for {
-		wake := a.p.changes()
-		if _, err := a.ready(); err != nil {
-			return 0, 0, err
-		}
-		x, y, err := a.r.clickPoint(a.ctx, a.prov, a.l, a.target)
-		if err == nil {
-			return x, y, nil
-		}
-		if rpc.CodeOf(err) != wire.CodeNotActionable {
-			return 0, 0, a.notReady(err)
-		}
-		if !a.wait(wake, pollInterval) {
-			return 0, 0, wire.Err(wire.CodeNotActionable)
 		}
 	}
 }
@@ -364,12 +319,7 @@ func (a *action) click() *browser.ActionResult {
 	if err != nil {
 		return a.refuse(err)
 	}
-	cmd := a.command()
-	cmd.X, cmd.Y = &x, &y
-	if res := a.send(browser.ProviderInputClick, cmd); res != nil {
-		return res
-	}
-	return a.verify(nil)
+	return a.pointer(browser.ProviderInputClick, x, y, nil)
 }
 
 // check sets a checkbox, switch or native radio button to the requested
@@ -405,8 +355,8 @@ func (a *action) check() *browser.ActionResult {
 	if err != nil {
 		return a.refuse(err)
 	}
-	cmd := a.command()
-	cmd.X, cmd.Y, cmd.ExpectChecked = &x, &y, current
+	cmd := a.pointerCommand(x, y)
+	cmd.ExpectChecked = current
 	if res := a.send(browser.ProviderInputClick, cmd); res != nil {
 		return res
 	}
@@ -647,8 +597,8 @@ func (a *action) wheel() *browser.ActionResult {
 	if err != nil {
 		return a.refuse(err)
 	}
-	cmd := a.command()
-	cmd.X, cmd.Y, cmd.DeltaX, cmd.DeltaY = &x, &y, a.a.DeltaX, a.a.DeltaY
+	cmd := a.pointerCommand(x, y)
+	cmd.DeltaX, cmd.DeltaY = a.a.DeltaX, a.a.DeltaY
 	if res := a.send(browser.ProviderInputWheel, cmd); res != nil {
 		return res
 	}
@@ -695,12 +645,13 @@ func (a *action) navigate() *browser.ActionResult {
 	return a.verify(loaded)
 }
 
-// choose selects the option of a <select> labelled a.a.Option (capability
-// broker.select-option.v1, beyond the reference): exactly one enabled
-// option must have that label (none or a disabled one: NOT_ACTIONABLE;
-// more: AMBIGUOUS_TARGET). One already selected gets no input; otherwise
-// the provider selects it and fires input and change, as a person's
-// choice does. Verified by the selection it leaves.
+// choose selects the option of a <select> labelled a.a.Option, or whose
+// value is a.a.Value (capability broker.select-option.v1, beyond the
+// reference): exactly one enabled option must match (none or a disabled
+// one: NOT_ACTIONABLE; more: AMBIGUOUS_TARGET). One already selected gets
+// no input; otherwise the provider selects it, after checking it still has
+// that label (and value), and fires input and change, as a person's choice
+// does. Verified by the selection it leaves.
 func (a *action) choose() *browser.ActionResult {
 	f, err := a.ready()
 	if err != nil {
@@ -709,9 +660,15 @@ func (a *action) choose() *browser.ActionResult {
 	if f.Select == nil || f.Select.Multiple {
 		return a.refuse(wire.Err(wire.CodeUnsupportedCapability))
 	}
+	matches := func(o optionFacts) bool {
+		if a.a.Value != nil {
+			return o.Value == *a.a.Value
+		}
+		return o.Label == *a.a.Option
+	}
 	index := -1
 	for i, o := range f.Select.Options {
-		if o.Label != *a.a.Option {
+		if !matches(o) {
 			continue
 		}
 		if index >= 0 {
@@ -722,6 +679,7 @@ func (a *action) choose() *browser.ActionResult {
 	if index < 0 || f.Select.Options[index].Disabled {
 		return a.refuse(wire.Err(wire.CodeNotActionable))
 	}
+	label := f.Select.Options[index].Label
 	chosen := func() (bool, bool, error) {
 		f, err := a.read(a.target)
 		if err != nil {
@@ -731,13 +689,13 @@ func (a *action) choose() *browser.ActionResult {
 			return false, false, wire.Err(wire.CodeStaleTarget)
 		}
 		o := f.Select.Options[index]
-		return o.Selected && o.Label == *a.a.Option, true, nil
+		return o.Selected && o.Label == label && matches(o), true, nil
 	}
 	if f.Select.Options[index].Selected {
 		return a.verify(chosen) // already chosen: no input
 	}
 	cmd := a.command()
-	cmd.Option = &optionChoice{Index: index, Label: *a.a.Option}
+	cmd.Option = &optionChoice{Index: index, Label: label, Value: a.a.Value}
 	if res := a.send(browser.ProviderInputSelect, cmd); res != nil {
 		return res
 	}

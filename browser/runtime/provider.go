@@ -162,9 +162,13 @@ type inputTarget struct {
 // inputCommand is the request of the input methods (PROVIDER.md): every one
 // names the document and (but a scroll of the document) the target;
 // input.click takes X, Y (and ExpectChecked, the checked state a check's
-// click must toggle), input.wheel X, Y and the deltas, input.text Text and
-// Mode (and for an append the Prefix the value must still be), input.key
-// Key and Shift, input.scroll the deltas, input.select Option.
+// click must toggle; Count 2 for a double-click), input.wheel X, Y and the
+// deltas, input.hover X, Y, input.drag X, Y, ToX, ToY (and To, the element
+// it drops on), input.text Text and Mode (and for an append the Prefix the
+// value must still be), input.key Key and Shift, or Modifiers (and Guard:
+// keep the browser from acting on the key outside the page), input.scroll
+// the deltas, input.select Option. Accept lists what the point of a
+// pointer input may hit (dom.hit's relations).
 type inputCommand struct {
 	DocumentEpoch string         `json:"documentEpoch"`
 	Target        *inputTarget   `json:"target,omitempty"`
@@ -179,18 +183,27 @@ type inputCommand struct {
 	Prefix        *string        `json:"prefix,omitempty"`
 	Key           string         `json:"key,omitempty"`
 	Shift         bool           `json:"shift,omitempty"`
+	Modifiers     []string       `json:"modifiers,omitzero"` // a chord's, [] too
+	Guard         bool           `json:"guard,omitempty"`
 	Option        *optionChoice  `json:"option,omitempty"`
+	Accept        []string       `json:"accept,omitempty"`
+	Count         int            `json:"count,omitempty"`
+	ToX           *float64       `json:"toX,omitempty"`
+	ToY           *float64       `json:"toY,omitempty"`
+	To            *inputTarget   `json:"to,omitempty"`
 }
 
 // optionChoice names the option of a <select> to choose, by its index and
-// the label it had when the broker read it.
+// the label it had when the broker read it, and for a choice by value the
+// value it must have.
 type optionChoice struct {
-	Index int    `json:"index"`
-	Label string `json:"label"`
+	Index int     `json:"index"`
+	Label string  `json:"label"`
+	Value *string `json:"value,omitempty"`
 }
 
 // callInput dispatches one fenced input (input.click, input.text, input.key,
-// input.wheel, input.scroll or input.select). An error of the refusal codes
+// input.wheel, input.scroll, input.select, input.hover or input.drag). An error of the refusal codes
 // of PROVIDER.md means nothing was dispatched; any other may have come
 // after the input.
 func callInput(ctx context.Context, prov Provider, method string, l *lease.Lease, cmd inputCommand) error {
@@ -307,9 +320,12 @@ type axRead struct {
 }
 
 type axNode struct {
+	AXID          string  `json:"axId"`
+	ParentAXID    string  `json:"parentAxId"` // the node it was walked from (ax.page), or its nearest returned ancestor
 	BackendNodeID int64   `json:"backendNodeId"`
 	Role          string  `json:"role"`
 	Name          string  `json:"name"`
+	Description   string  `json:"description"` // a clickable element's, when it has no name
 	Value         *string `json:"value"`
 	Ignored       bool    `json:"ignored"`
 	Props         axProps `json:"props"`
@@ -321,6 +337,7 @@ type axProps struct {
 	Editable  string `json:"editable"`
 	Checked   string `json:"checked"`
 	Hidden    bool   `json:"hidden"`
+	Clickable bool   `json:"clickable"` // clickable by the page's own doing (PROVIDER.md)
 }
 
 // domFacts is a provider's answer to dom.read (PROVIDER.md). A password's
@@ -376,6 +393,28 @@ type windowRead struct {
 
 type windowNode struct {
 	axNode
-	AXID       string `json:"axId"`
-	ParentAXID string `json:"parentAxId"`
+}
+
+// hitRequest is the request of dom.hit: what an input at (X, Y), viewport
+// CSS pixels, would hit, relative to the element BackendNodeID of the
+// document DocumentEpoch names.
+type hitRequest struct {
+	DocumentEpoch string         `json:"documentEpoch"`
+	BackendNodeID int64          `json:"backendNodeId"`
+	X             float64        `json:"x"`
+	Y             float64        `json:"y"`
+	Frame         *frameDocument `json:"frame,omitempty"`
+}
+
+// callDOMHit asks what an input at a point would hit.
+func callDOMHit(ctx context.Context, prov Provider, l *lease.Lease, req hitRequest) (*hitFacts, error) {
+	h, err := call[hitFacts](ctx, prov, browser.ProviderDOMHit, requestParams[hitRequest]{l, req})
+	if err != nil {
+		return nil, err
+	}
+	switch h.Relation {
+	case "target", "inside", "label", "outside":
+		return h, nil
+	}
+	return nil, providerErr(browser.ProviderDOMHit, "relation "+h.Relation)
 }

@@ -180,8 +180,16 @@ func rootStands(tr *traversal, p *page, nodes []windowNode) bool {
 // twice.
 func projectWindow(w *browser.PageWindow, p refMinter, after []string, read *windowRead) (next []string, incomplete bool) {
 	entries, regions, bytes := 0, 0, 0
+	nodes := make([]axNode, len(read.Nodes))
+	for i, n := range read.Nodes {
+		nodes[i] = n.axNode
+	}
+	clickable := clickableNames(nodes)
 	for i, n := range read.Nodes {
 		e, ok := entryOf(n.axNode, false)
+		if name, c := clickable[i]; c {
+			e, ok = clickableEntry(n.axNode, name), true
+		}
 		if !ok {
 			continue
 		}

@@ -60,8 +60,8 @@ func button(i int, parent string) []windowNode {
 	id := fmt.Sprint("b", i)
 	name := fmt.Sprint("Item ", i)
 	return []windowNode{
-		{axNode: axNode{BackendNodeID: int64(100 + i), Role: "button", Name: name}, AXID: id, ParentAXID: parent},
-		{axNode: axNode{BackendNodeID: int64(10000 + i), Role: "StaticText", Name: name}, AXID: "t" + id, ParentAXID: id},
+		{axNode{BackendNodeID: int64(100 + i), Role: "button", Name: name, AXID: id, ParentAXID: parent}},
+		{axNode{BackendNodeID: int64(10000 + i), Role: "StaticText", Name: name, AXID: "t" + id, ParentAXID: id}},
 	}
 }
 
@@ -70,7 +70,7 @@ func TestWindowBudgets(t *testing.T) {
 	window := func(n int) *windowRead {
 		r := &windowRead{DocumentEpoch: "F:L", Resume: []string{"root", "main", "x"}}
 		for i := range n {
-			r.Nodes = append(r.Nodes, windowNode{axNode: axNode{Ignored: true}, AXID: fmt.Sprint("g", i), ParentAXID: "main"})
+			r.Nodes = append(r.Nodes, windowNode{axNode{Ignored: true, AXID: fmt.Sprint("g", i), ParentAXID: "main"}})
 			r.Nodes = append(r.Nodes, button(i, fmt.Sprint("g", i))...)
 		}
 		return r
@@ -98,7 +98,7 @@ func TestWindowBudgets(t *testing.T) {
 	// Regions: 24 fit, the 25th starts the next window.
 	r := &windowRead{DocumentEpoch: "F:L"}
 	for i := range browser.MaxWindowRegions + 1 {
-		r.Nodes = append(r.Nodes, windowNode{axNode: axNode{BackendNodeID: int64(i + 1), Role: "region", Name: fmt.Sprint("R", i)}, AXID: fmt.Sprint("r", i), ParentAXID: "main"})
+		r.Nodes = append(r.Nodes, windowNode{axNode{BackendNodeID: int64(i + 1), Role: "region", Name: fmt.Sprint("R", i), AXID: fmt.Sprint("r", i), ParentAXID: "main"}})
 	}
 	w, next = project(r)
 	if len(w.Nodes) != browser.MaxWindowRegions || !slices.Equal(next, []string{"root", "main", fmt.Sprint("r", browser.MaxWindowRegions-1)}) {
@@ -109,7 +109,7 @@ func TestWindowBudgets(t *testing.T) {
 	r = &windowRead{DocumentEpoch: "F:L"}
 	long := strings.Repeat("x", 992) // about 1,000 bytes with its share
 	for i := range 17 {
-		r.Nodes = append(r.Nodes, windowNode{axNode: axNode{Role: "StaticText", Name: long + fmt.Sprint(i%10)}, AXID: fmt.Sprint("s", i), ParentAXID: "main"})
+		r.Nodes = append(r.Nodes, windowNode{axNode{Role: "StaticText", Name: long + fmt.Sprint(i%10), AXID: fmt.Sprint("s", i), ParentAXID: "main"}})
 	}
 	w, next = project(r)
 	if len(w.Text) != browser.MaxWindowBytes/1000 || next == nil || next[len(next)-1] != fmt.Sprint("s", len(w.Text)-1) {

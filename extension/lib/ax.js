@@ -2,6 +2,7 @@
 // fetches and trims AX nodes; projection into observations is the broker's.
 import { CodeError, fail, orFail } from './errors.js';
 import { MAX_VALUE_BYTES } from './transport.js';
+import { LIMITS } from './protocol.js';
 
 export const BUDGET = { nodes: 2048, calls: 512, depth: 64, bytes: 1 << 20 };
 const MAX_MATCHES = 128;
@@ -9,11 +10,49 @@ const PREFETCH = 8; // child fetches in flight ahead of the walk
 const PROPS = ['disabled', 'focusable', 'focused', 'editable', 'checked', 'expanded', 'hidden', 'required'];
 const utf8 = new TextEncoder();
 
+// clickables returns the backend node IDs of the elements of a frame's
+// document that are clickable by the page's own doing, from one DOM
+// snapshot: a click, mousedown or mouseup listener (Chromium's isClickable;
+// a label's own activation does not count), the root of a cursor:pointer
+// area, or a tab stop (tabindex ≥ 0). The broker decides which of them get
+// a ref. A snapshot that fails marks nothing.
+export async function clickables(send, frameId) {
+  let snap;
+  try {
+    snap = await send('DOMSnapshot.captureSnapshot', { computedStyles: ['cursor'] });
+  } catch (e) {
+    if (e instanceof CodeError) throw e;
+    return new Set();
+  }
+  const strings = snap.strings ?? [];
+  const str = (i) => (Number.isInteger(i) && i >= 0 && i < strings.length ? strings[i] : undefined);
+  const doc = (snap.documents ?? []).find((d) => str(d.frameId) === frameId);
+  const out = new Set();
+  if (!doc) return out;
+  const nodes = doc.nodes ?? {};
+  const listened = new Set(nodes.isClickable?.index ?? []);
+  const cursor = new Map(); // node index -> its cursor
+  doc.layout?.nodeIndex?.forEach((node, k) => cursor.set(node, str(doc.layout.styles?.[k]?.[0])));
+  const pointer = (i) => cursor.get(i) === 'pointer';
+  (nodes.backendNodeId ?? []).forEach((id, i) => {
+    if (nodes.nodeType?.[i] !== 1) return;
+    const attrs = nodes.attributes?.[i] ?? [];
+    let tabStop = false;
+    for (let a = 0; a + 1 < attrs.length; a += 2) {
+      if (str(attrs[a])?.toLowerCase() === 'tabindex' && Number.parseInt(str(attrs[a + 1]), 10) >= 0) tabStop = true;
+    }
+    const own = listened.has(i) && str(nodes.nodeName?.[i])?.toUpperCase() !== 'LABEL';
+    if (own || tabStop || (pointer(i) && !pointer(nodes.parentIndex?.[i]))) out.add(id);
+  });
+  return out;
+}
+
 // A Reader holds one read's budgets and its output.
 class Reader {
   constructor(send, page, maxCalls = BUDGET.calls, reserve = 0) {
     this.send = send;
     this.calls = 0;
+    this.clickable = new Set(); // backend node IDs to mark clickable (clickables)
     this.maxCalls = maxCalls;
     this.nodes = [];
     this.truncated = false;
@@ -52,6 +91,11 @@ class Reader {
     node.props = {};
     for (const p of n.properties ?? []) {
       if (PROPS.includes(p.name) && p.value?.value !== undefined) node.props[p.name] = p.value.value;
+    }
+    if (this.clickable.has(n.backendDOMNodeId)) {
+      node.props.clickable = true;
+      // A clickable element's title, which Chromium gives as its description.
+      if (node.name === '' && n.description?.value !== undefined) node.description = String(n.description.value).slice(0, LIMITS.MAX_NAME_LENGTH);
     }
     return this.push(node);
   }
@@ -104,9 +148,14 @@ class Reader {
 
 // read walks the AX tree depth-first from the root (or from the AX node of
 // backendNodeId) with getRootAXNode / getPartialAXTree / getChildAXNodes,
-// walking through ignored nodes without returning them.
-export async function read(send, page, backendNodeId, frameId) {
+// walking through ignored nodes without returning them. clickFrame is the
+// frame whose document's clickable elements are marked (clickables).
+export async function read(send, page, backendNodeId, frameId, clickFrame = frameId) {
   const r = new Reader(send, page);
+  if (clickFrame !== undefined) {
+    r.calls++;
+    r.clickable = await clickables(send, clickFrame);
+  }
   const w = new Walk(r, { frameId });
   const root = await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
@@ -127,8 +176,12 @@ const MAX_CHAIN_BYTES = 16 + BUDGET.depth * (64 * 6 + 3); // \u-escaped at worst
 // last node handled when the walk has more; its absence means the walk is
 // done. A chain that no longer leads down the tree is STALE_TARGET: the page
 // changed under the traversal.
-export async function readWindow(send, page, { backendNodeId, after, maxNodes, frameId }) {
+export async function readWindow(send, page, { backendNodeId, after, maxNodes, frameId, clickFrame = frameId }) {
   const r = new Reader(send, page, WINDOW.calls, MAX_CHAIN_BYTES);
+  if (clickFrame !== undefined) {
+    r.calls++;
+    r.clickable = await clickables(send, clickFrame);
+  }
   const w = new Walk(r, { window: true, maxNodes, frameId });
   const root = await w.root(backendNodeId);
   const stack = [];

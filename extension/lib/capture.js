@@ -22,10 +22,11 @@ export const MAX_BRANCHES = 256; // frame owners in the main document
 // base64 JPEG (image.js). The scene (topology, viewport, boxes of foreign
 // branches) is read before and after the screenshot and must not change in
 // between; a page that keeps changing fails STALE_TARGET after three tries.
-export async function capture(send, encode, { now, timers }) {
+// origin proves a frame document's origin (topology).
+export async function capture(send, encode, { now, timers, origin }) {
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     if (attempt > 0) await new Promise((resolve) => timers.setTimeout(resolve, RETRY_MS));
-    const before = await scene(send);
+    const before = await scene(send, origin);
     const vp = before.viewport;
     const scale = Math.min(1, MAX_WIDTH / vp.width);
     const shot = await within(timers, SHOT_TIMEOUT_MS, 'NOT_ACTIONABLE', send('Page.captureScreenshot', {
@@ -34,7 +35,7 @@ export async function capture(send, encode, { now, timers }) {
       captureBeyondViewport: false,
     }));
     const capturedAt = now();
-    const after = await scene(send);
+    const after = await scene(send, origin);
     if (JSON.stringify(after) !== JSON.stringify(before)) continue;
 
     const size = { width: Math.max(1, Math.round(vp.width * scale)), height: Math.max(1, Math.round(vp.height * scale)) };
@@ -61,8 +62,8 @@ export async function capture(send, encode, { now, timers }) {
 }
 
 // scene is what the image depends on besides pixels.
-async function scene(send) {
-  const topo = await topology(send);
+async function scene(send, origin) {
+  const topo = await topology(send, { origin });
   if (topo.branches.length > MAX_BRANCHES) fail('UNSUPPORTED_CAPABILITY'); // too many boxes to read one by one
   const { cssVisualViewport: v } = await send('Page.getLayoutMetrics', {});
   // Under pinch zoom the boxes and the clip would not agree; refuse rather

@@ -149,19 +149,76 @@ export const CHECKED_IS = `function (want) {
 }`;
 
 // SELECT_OPTION selects option index of a single <select> when it is still
-// labelled label, enabled and not selected, then fires input and change as
-// a user's choice does. Nothing changes when it returns a code.
-export const SELECT_OPTION = `function (index, label) {
+// labelled label (and, when value is not null, has exactly that value),
+// enabled and not selected, then fires input and change as a user's choice
+// does. Nothing changes when it returns a code.
+export const SELECT_OPTION = `function (index, label, value) {
   ${HELPERS}
   if (!this.isConnected) return 'STALE_TARGET';
   if (this.localName !== 'select' || this.multiple) return 'UNSUPPORTED_CAPABILITY';
   if (disabledOf(this).disabled) return 'NOT_ACTIONABLE';
   const o = this.options[index];
-  if (!o || o.label.slice(0, ${MAX_LABEL}) !== label || o.selected) return 'STALE_TARGET';
+  if (!o || o.label.slice(0, ${MAX_LABEL}) !== label || (value !== null && o.value !== value) || o.selected) return 'STALE_TARGET';
   if (o.disabled || o.matches(':disabled')) return 'NOT_ACTIONABLE';
   this.selectedIndex = index;
   this.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
   this.dispatchEvent(new Event('change', { bubbles: true }));
+  return '';
+}`;
+
+// The walks up the composed tree below stop after this many ancestors.
+const MAX_ANCESTORS = 4096;
+
+// HIT tells how the node an input at a point would reach (this: the node
+// DOM.getNodeForLocation found) relates to target: 'target' (it, or one of
+// its pseudo-elements, which Chromium reports as a CSSPseudoElement whose
+// originating element is .element), 'inside' (a descendant, across shadow
+// roots and the slots light DOM is shown in), 'label' (inside a label whose
+// control is target: the click activates it), else 'outside'. It only
+// reads; the broker decides which relations are the target's.
+export const HIT = `function (target) {
+  let el = this;
+  const pseudo = el.nodeType === undefined && el.element !== undefined;
+  if (pseudo) el = el.element;
+  const up = (n) => n.assignedSlot || n.parentNode || n.host;
+  if (el === target) return { relation: 'target', pseudo };
+  for (let n = el, i = 0; n && i < ${MAX_ANCESTORS}; n = up(n), i++) if (n === target) return { relation: 'inside', pseudo };
+  for (let n = el, i = 0; n && i < ${MAX_ANCESTORS}; n = up(n), i++) {
+    if (n.localName === 'label' && n.control === target) return { relation: 'label', pseudo };
+  }
+  return { relation: 'outside', pseudo };
+}`;
+
+// COVER returns the element to name for what covers a target at a point
+// (this: the node there): the nearest of it and its composed ancestors
+// (within 32) that a person would call something — with a role, a label or
+// a tab stop, or a control, link, dialog or disclosure — else the element
+// itself.
+export const COVER = `function () {
+  let el = this;
+  if (el.nodeType === undefined && el.element !== undefined) el = el.element;
+  if (el.nodeType !== 1) el = el.parentElement ?? el;
+  const up = (n) => n.assignedSlot || n.parentNode || n.host;
+  const named = (n) => n.nodeType === 1 && (['role', 'aria-label', 'aria-labelledby', 'tabindex'].some((a) => n.hasAttribute(a)) ||
+    ['button', 'a', 'input', 'select', 'textarea', 'summary', 'details', 'dialog', 'label'].includes(n.localName));
+  for (let n = el, i = 0; n && i < 32; n = up(n), i++) if (named(n)) return n;
+  return el;
+}`;
+
+// GUARD_KEY keeps the browser from acting on the next keydown of key in
+// the target's window when the page leaves its default: a listener on the
+// window, after the page's own, prevents the default then (the browser's
+// shortcuts act only on keys whose default nobody prevented). It removes
+// itself after that key, or after 2 s.
+export const GUARD_KEY = `function (key) {
+  const win = this.ownerDocument.defaultView, want = key.toLowerCase();
+  const onKey = (e) => {
+    if (String(e.key).toLowerCase() !== want) return;
+    if (!e.defaultPrevented) e.preventDefault();
+    win.removeEventListener('keydown', onKey);
+  };
+  win.addEventListener('keydown', onKey);
+  setTimeout(() => win.removeEventListener('keydown', onKey), 2000);
   return '';
 }`;
 
@@ -173,7 +230,7 @@ export const SCROLL_BY = `function (dx, dy) {
 }`;
 
 // worldsOf keeps one isolated world per frame document of a gate.
-function worldsOf(gate) {
+export function worldsOf(gate) {
   gate.worlds ??= new Map();
   return gate.worlds;
 }
@@ -218,6 +275,39 @@ export async function callOn(gate, send, frame, backendNodeId, fn, args = []) {
       send('Runtime.releaseObjectGroup', { objectGroup: WORLD }).catch(() => {});
     }
   }
+}
+
+// tupleOrigin: an HTTP(S) origin as scheme://host[:port]. CDP reports opaque
+// origins as "null" or "://"; those are never equal to anything.
+export const tupleOrigin = (o) => typeof o === 'string' && /^https?:\/\/[^/?#\s]+$/.test(o);
+
+// frameOrigin is the origin of a frame's document ({id, loaderId,
+// securityOrigin} of Page.getFrameTree): its securityOrigin when that is an
+// HTTP(S) origin. Chromium 156 reports "://" for about:blank and
+// about:srcdoc documents whatever origin they have (they inherit their
+// creator's): for those, the origin the document itself has, self.origin
+// read in an isolated world of its frame (page scripts cannot redefine it
+// there) — an opaque one (a sandboxed frame's) stays what was reported.
+export async function frameOrigin(gate, send, f) {
+  if (tupleOrigin(f.securityOrigin)) return f.securityOrigin;
+  const worlds = worldsOf(gate);
+  const key = `${f.id}:${f.loaderId}`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      let contextId = worlds.get(key);
+      if (contextId === undefined) {
+        ({ executionContextId: contextId } = await send('Page.createIsolatedWorld', { frameId: f.id, worldName: WORLD }));
+        if (worlds.size >= 16) worlds.clear();
+        worlds.set(key, contextId);
+      }
+      const { result } = await send('Runtime.evaluate', { expression: 'self.origin', contextId, returnByValue: true });
+      return tupleOrigin(result?.value) ? result.value : f.securityOrigin;
+    } catch (e) {
+      if (e instanceof CodeError) throw e;
+      worlds.delete(key); // the world went with its document
+    }
+  }
+  return f.securityOrigin;
 }
 
 // read answers dom.read: the facts of the node, or {found:false} when its

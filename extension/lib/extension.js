@@ -18,7 +18,8 @@ import { encodeJpeg } from './image.js';
 
 const CAPABILITIES = [CAP.LEASE_FENCING, CAP.LEASE_TAB_SCOPE, CAP.AX_READ, CAP.AX_FIND, CAP.INPUT_NAMED_KEYS,
   CAP.FRAMES_LIST, CAP.CAPTURE, CAP.AX_PAGE, CAP.FRAME_READ, CAP.FRAME_INPUT, CAP.ORDERED_IDS,
-  CAP.DOM_READ, CAP.INPUT_SCROLL, CAP.INPUT_WHEEL, CAP.INPUT_SELECT, CAP.PAGE_NAVIGATE, CAP.OWNER_CONSOLE];
+  CAP.DOM_READ, CAP.INPUT_SCROLL, CAP.INPUT_WHEEL, CAP.INPUT_SELECT, CAP.PAGE_NAVIGATE, CAP.OWNER_CONSOLE,
+  CAP.DOM_HIT, CAP.INPUT_POINTER, CAP.INPUT_CHORD];
 const REQUIRED_CAPABILITIES = [CAP.RUNTIME];
 
 const clip = (s) => [...String(s)].slice(0, 256).join('') || 'unknown';
@@ -191,8 +192,9 @@ export function createExtension(chrome, {
   // sameOriginFrame returns a child frame's document {documentEpoch, url}
   // while it is the document the request names (else STALE_TARGET) and it
   // and every frame above it are of the main document's HTTP(S) origin
-  // (else POLICY_DENIED). Out-of-process frames are not in the tree: STALE.
-  async function sameOriginFrame({ send }, want) {
+  // (else POLICY_DENIED), each proven as dom.frameOrigin proves it.
+  // Out-of-process frames are not in the tree: STALE.
+  async function sameOriginFrame({ gate, send }, want) {
     const { frameTree } = await send('Page.getFrameTree', {});
     const path = (t, trail) => {
       if (t.frame.id === want.frameId) return [...trail, t.frame];
@@ -205,7 +207,8 @@ export function createExtension(chrome, {
     const frames = path(frameTree, []);
     if (!frames || frames.length < 2 || frames.at(-1).loaderId !== want.loaderId) fail('STALE_TARGET');
     const origin = originOf(frames[0].url);
-    if (!isHttp(frames[0].url) || frames.some((f) => f.securityOrigin !== origin)) fail('POLICY_DENIED');
+    if (!isHttp(frames[0].url)) fail('POLICY_DENIED');
+    for (const f of frames) if ((await dom.frameOrigin(gate, send, f)) !== origin) fail('POLICY_DENIED');
     const f = frames.at(-1);
     return { documentEpoch: `${f.id}:${f.loaderId}`, url: f.url };
   }
@@ -233,7 +236,7 @@ export function createExtension(chrome, {
   // frame owner's frame, parents before children. Metadata only.
   async function frameList(ctx) {
     return oneDocument(ctx, async (page) => {
-      const t = await topology(ctx.send, { describe: true });
+      const t = await topology(ctx.send, { describe: true, origin: (f) => dom.frameOrigin(ctx.gate, ctx.send, f) });
       if (`${t.root.frameId}:${t.root.loaderId}` !== page.documentEpoch) fail('STALE_TARGET');
       const main = { frameId: t.root.frameId, loaderId: t.root.loaderId, origin: t.root.origin, local: true };
       const frames = [main, ...t.frames.map(({ owner, ...f }) => f)];
@@ -249,7 +252,7 @@ export function createExtension(chrome, {
   }
 
   async function shoot(ctx, page) {
-    const shot = await capture(ctx.send, encodeImage, { now, timers });
+    const shot = await capture(ctx.send, encodeImage, { now, timers, origin: (f) => dom.frameOrigin(ctx.gate, ctx.send, f) });
     if (shot.documentEpoch !== page.documentEpoch) fail('STALE_TARGET');
     return { ...shot, url: page.url };
   }
@@ -317,7 +320,7 @@ export function createExtension(chrome, {
       },
       (ctx) => oneDocument(ctx, (page) => {
         const { frame: f, backendNodeId } = ctx.request;
-        if (!f) return ax.read(ctx.send, page, backendNodeId);
+        if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId);
         return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
       }),
     ),
@@ -349,7 +352,7 @@ export function createExtension(chrome, {
       },
       (ctx) => oneDocument(ctx, (page) => {
         const { frame, ...request } = ctx.request;
-        if (!frame) return ax.readWindow(ctx.send, page, request);
+        if (!frame) return ax.readWindow(ctx.send, page, { ...request, clickFrame: ctx.gate.mainFrameId });
         return inFrame(ctx, page, frame, (p) => ax.readWindow(ctx.send, p, { ...request, frameId: frame.frameId }));
       }),
     ),
@@ -367,6 +370,16 @@ export function createExtension(chrome, {
     [METHOD.INPUT_WHEEL]: inputMethod('wheel'),
     [METHOD.INPUT_SCROLL]: inputMethod('scroll'),
     [METHOD.INPUT_SELECT]: inputMethod('select'),
+    [METHOD.INPUT_HOVER]: inputMethod('hover'),
+    [METHOD.INPUT_DRAG]: inputMethod('drag'),
+    [METHOD.DOM_HIT]: leased(
+      ({ request: r }) => {
+        if (!isObject(r) || typeof r.documentEpoch !== 'string' || !validNode(r.backendNodeId) ||
+            !Number.isFinite(r.x) || !Number.isFinite(r.y) || (r.frame !== undefined && !validFrame(r.frame)) ||
+            Object.keys(r).some((k) => !['documentEpoch', 'backendNodeId', 'x', 'y', 'frame'].includes(k))) fail('INVALID_REQUEST');
+      },
+      (ctx) => onDocument(ctx, () => input.hitFacts(ctx.gate, ctx.send, ctx.request.backendNodeId, ctx.request.x, ctx.request.y, true)),
+    ),
     [METHOD.DOM_READ]: leased(
       ({ request: r }) => {
         if (!isObject(r) || typeof r.documentEpoch !== 'string' ||

@@ -10,6 +10,7 @@
 // in-process. An owner without a visible document is therefore treated as
 // foreign: we cannot tell what it shows.
 import { CodeError, fail } from './errors.js';
+import { tupleOrigin } from './dom.js';
 
 export const BUDGET = { frames: 256, depth: 32 };
 
@@ -36,13 +37,11 @@ export function spread(filter) {
 // Elements that can show another document or a plugin.
 const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCEDFRAME', 'PORTAL']);
 
-// tupleOrigin: an HTTP(S) origin as scheme://host[:port]. CDP reports opaque
-// origins as "null" or "://"; those are never equal to anything.
-const tupleOrigin = (o) => typeof o === 'string' && /^https?:\/\/[^/?#\s]+$/.test(o);
-
 // topology reads the tab's frames. describe: look up the frame ID of owners
 // whose document we cannot see (one DOM.describeNode each), for an inventory
-// whose IDs stay stable; a capture does not need them.
+// whose IDs stay stable; a capture does not need them. origin proves the
+// origin of a frame's document ({id, loaderId, securityOrigin}, see
+// dom.frameOrigin); without it a frame's securityOrigin is taken as is.
 //
 // It returns {root, frames, branches, truncated}:
 //   root      {frameId, loaderId, origin}
@@ -55,16 +54,19 @@ const tupleOrigin = (o) => typeof o === 'string' && /^https?:\/\/[^/?#\s]+$/.tes
 //             reflections may carry its pixels beyond its box
 //   truncated frames may exist that are not listed: beyond the budgets, or
 //             inside a frame we cannot see (their branches are foreign)
-export async function topology(send, { describe = false } = {}) {
+export async function topology(send, { describe = false, origin = async (f) => f.securityOrigin } = {}) {
   const [{ frameTree }, snapshot] = await Promise.all([
     send('Page.getFrameTree', {}),
     send('DOMSnapshot.captureSnapshot', { computedStyles: PAINT_STYLES }),
   ]);
   const local = new Map(); // frame ID -> {loaderId, origin} of in-process frames
+  const unproven = []; // frames whose reported origin is not an HTTP(S) one
   (function index(t) {
     local.set(t.frame.id, { loaderId: t.frame.loaderId, origin: t.frame.securityOrigin });
+    if (!tupleOrigin(t.frame.securityOrigin) && unproven.length < BUDGET.frames) unproven.push(t.frame);
     for (const c of t.childFrames ?? []) index(c);
   })(frameTree);
+  for (const f of unproven) local.get(f.id).origin = await origin(f);
   const rootFrame = frameTree.frame;
   const root = { frameId: rootFrame.id, loaderId: rootFrame.loaderId, origin: rootFrame.securityOrigin };
   const sameOrigin = (o) => tupleOrigin(o) && tupleOrigin(root.origin) && o === root.origin;

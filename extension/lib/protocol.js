@@ -18,6 +18,9 @@ export const CAP = Object.freeze({
   INPUT_WHEEL: "input.wheel.v1",
   INPUT_SELECT: "input.select.v1",
   PAGE_NAVIGATE: "page.navigate.v1",
+  DOM_HIT: "dom.hit.v1",
+  INPUT_POINTER: "input.pointer.v1",
+  INPUT_CHORD: "input.chord.v1",
   RUNTIME: "runtime.v1",
   PERSONAL_MODE: "broker.personal-mode.v1",
   ORDERED_IDS: "transport.ordered-ids.v1",
@@ -41,7 +44,10 @@ export const METHOD = Object.freeze({
   INPUT_WHEEL: "input.wheel",
   INPUT_SCROLL: "input.scroll",
   INPUT_SELECT: "input.select",
+  INPUT_HOVER: "input.hover",
+  INPUT_DRAG: "input.drag",
   DOM_READ: "dom.read",
+  DOM_HIT: "dom.hit",
   PAGE_NAVIGATE: "page.navigate",
   CDP: "cdp",
   CONSOLE_OPEN: "console.open",
@@ -64,12 +70,16 @@ export const OWNER = Object.freeze({
 // Keys input.key presses.
 export const NAMED_KEYS = Object.freeze(["ArrowDown","ArrowLeft","ArrowRight","ArrowUp","Backspace","Delete","End","Enter","Escape","Home","PageDown","PageUp","Space","Tab"]);
 
+// Modifiers a chord may hold, in the order they go down.
+export const MODIFIERS = Object.freeze(["Alt","Control","Meta","Shift"]);
+
 // Limits both sides enforce.
 export const LIMITS = Object.freeze({
   MAX_ACTION_TEXT: 10000,
   MAX_NAME_LENGTH: 1000,
   MAX_URL: 8192,
   MAX_SCROLL_DELTA: 10000,
+  MAX_OPTION_VALUE: 1000,
   MAX_SCREENSHOT_DATA: 800000,
   MAX_PROVIDER_ANSWER: 900000,
   MAX_IN_FLIGHT: 32,

@@ -288,6 +288,21 @@ export function serveFrames(chrome, tabId, page) {
     return { frameTree: kids.length ? { ...root, childFrames: kids } : root };
   });
 
+  // An about:blank or about:srcdoc frame (origin '://') has the origin
+  // f.selfOrigin of its document, which self.origin says in an isolated
+  // world of its frame.
+  const worlds = new Map();
+  chrome.cdp.set('Page.createIsolatedWorld', ({ frameId }) => {
+    const id = 900 + worlds.size;
+    worlds.set(id, frameId);
+    return { executionContextId: id };
+  });
+  chrome.cdp.set('Runtime.evaluate', ({ expression, contextId }) => {
+    const f = all().find((x) => idOf(x) === worlds.get(contextId));
+    if (expression !== 'self.origin' || !f) throw new Error('Cannot find context with specified id');
+    return { result: { type: 'string', value: f.selfOrigin ?? 'null' } };
+  });
+
   chrome.cdp.set('DOMSnapshot.captureSnapshot', ({ computedStyles }) => {
     if (!Array.isArray(computedStyles)) throw new Error('computedStyles required');
     const strings = [];

@@ -40,6 +40,35 @@ async function granted(page = {}) {
   return t;
 }
 
+test('an about:blank or srcdoc frame is of the origin its document has, not the one reported', async () => {
+  const t = await granted({
+    frames: [
+      { owner: 11, origin: '://', selfOrigin: ORIGIN, frames: [sameOrigin(111)], box: [0, 0, 10, 10] }, // about:blank, written by the page
+      { owner: 12, origin: '://', selfOrigin: 'null', box: [20, 0, 10, 10] }, // a sandboxed srcdoc
+      { owner: 13, origin: '://', selfOrigin: OTHER, box: [40, 0, 10, 10] }, // made by another origin's script
+    ],
+  });
+  const r = await t.list();
+  assert.equal(r.ok, true, r.code);
+  assert.deepEqual(r.value.frames.map((f) => [f.frameId, f.origin]),
+    [['F1', ORIGIN], ['C11', ORIGIN], ['C111', ORIGIN], ['C12', '://'], ['C13', OTHER]]);
+  // Proven in an isolated world of each frame, and only where the
+  // reported origin is not an HTTP(S) one.
+  assert.deepEqual(t.sent('Page.createIsolatedWorld').map((c) => c.params), ['C11', 'C12', 'C13'].map((frameId) => ({ frameId, worldName: 'dsh-broker' })));
+  // A capture paints only the branches not of the page's origin.
+  const shot = await t.capture();
+  assert.equal(shot.ok, true, shot.code);
+  assert.equal(shot.value.redaction.frames, 2);
+  assert.equal(shot.value.redaction.regions, 2);
+  // Reads and input in the blank frame go ahead as in any same-origin frame.
+  t.chrome.cdp.set('Accessibility.getRootAXNode', () => ({ node: { nodeId: '1', role: { value: 'RootWebArea' }, name: { value: '' }, childIds: [] } }));
+  const read = await t.call('ax.read', { lease: t.leaseOf, request: { frame: { frameId: 'C11', loaderId: 'L-C11' } } });
+  assert.equal(read.ok, true, read.code);
+  assert.equal(read.value.documentEpoch, 'C11:L-C11');
+  const opaque = await t.call('ax.read', { lease: t.leaseOf, request: { frame: { frameId: 'C12', loaderId: 'L-C12' } } });
+  assert.equal(opaque.code, 'POLICY_DENIED');
+});
+
 // afterShot runs fn(n) after the nth screenshot is taken, before it is answered:
 // the page changes between the scene reads around it.
 function afterShot(t, fn) {

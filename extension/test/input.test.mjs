@@ -1,7 +1,7 @@
 // The named-key table and the fenced input dispatch.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { namedKeys, keyPair } from '../lib/input.js';
+import { namedKeys, keyPair, characterKey } from '../lib/input.js';
 import { setup } from './fake-chrome.mjs';
 
 test('the named-key table has exactly the keys of the contract', () => {
@@ -24,12 +24,15 @@ test('text keys send keyDown with text, the others rawKeyDown; Shift is modifier
 });
 
 const target = { backendNodeId: 42, role: 'button', name: 'Save' };
+const isHit = (fn) => fn.includes("relation: 'outside'");
+const isCover = (fn) => fn.includes('const named');
 
 // granted sets up a leased tab whose node 42 is a "Save" button.
 async function granted() {
   const t = await setup({ personal: true });
   t.chrome.addTab(1, 'https://a.test/');
   const { lease } = await t.grant(1);
+  t.lease = lease;
   const ax = { role: 'button', name: 'Save' };
   t.ax = ax;
   t.chrome.cdp.set('Accessibility.getPartialAXTree', ({ backendNodeId }) => ({
@@ -39,15 +42,20 @@ async function granted() {
   t.chrome.cdp.set('Page.getLayoutMetrics', () => ({ cssVisualViewport: { pageX: 0, pageY: 1000.5, scale: 1 } }));
   for (const m of ['Input.dispatchMouseEvent', 'Input.dispatchKeyEvent', 'Input.insertText', 'DOM.focus', 'Runtime.releaseObjectGroup']) t.chrome.cdp.set(m, () => ({}));
   // The isolated world: each fixed DOM function answers t.guard (a code, or
-  // '' to go on), the hit test's containment check t.inside.
+  // '' to go on), the hit test's relation check t.relation, and the cover
+  // check the element to name.
   t.guard = '';
-  t.inside = false;
+  t.relation = 'outside';
   t.chrome.cdp.set('Page.createIsolatedWorld', ({ frameId }) => ({ executionContextId: frameId === 'F1' ? 5 : 6 }));
   t.chrome.cdp.set('DOM.resolveNode', ({ backendNodeId, executionContextId }) => ({ object: { objectId: `${executionContextId}/${backendNodeId}` } }));
-  t.chrome.cdp.set('Runtime.callFunctionOn', ({ functionDeclaration }) =>
-    ({ result: { value: functionDeclaration.includes('for (let n = this') ? t.inside : t.guard } }));
+  t.chrome.cdp.set('Runtime.callFunctionOn', ({ functionDeclaration, objectId }) => {
+    if (isHit(functionDeclaration)) return { result: { value: { relation: t.relation, pseudo: false } } };
+    if (isCover(functionDeclaration)) return { result: { type: 'object', objectId: `cover-of-${objectId}` } };
+    return { result: { value: t.guard } };
+  });
+  t.chrome.cdp.set('DOM.describeNode', ({ objectId }) => ({ node: { backendNodeId: 77, nodeName: 'DIV', localName: 'div', objectId } }));
   t.dispatched = () => t.chrome.commands.filter((c) => c.method.startsWith('Input.'));
-  t.guards = () => t.chrome.commands.filter((c) => c.method === 'Runtime.callFunctionOn' && !c.params.functionDeclaration.includes('for (let n = this'));
+  t.guards = () => t.chrome.commands.filter((c) => c.method === 'Runtime.callFunctionOn' && !isHit(c.params.functionDeclaration));
   t.input = (kind, request) => t.call(`input.${kind}`, { lease, request: { documentEpoch: 'F1:L1', target, ...request } });
   return t;
 }
@@ -59,6 +67,7 @@ test('a click hit-tests in document coordinates, then sends one left press/relea
   const hit = t.chrome.commands.find((c) => c.method === 'DOM.getNodeForLocation');
   assert.deepEqual(hit.params, { x: 10, y: 1020, includeUserAgentShadowDOM: true }); // document coordinates
   assert.deepEqual(t.dispatched().map((c) => c.params), [
+    { x: 10.5, y: 20, button: 'none', type: 'mouseMoved', buttons: 0 },
     { x: 10.5, y: 20, button: 'left', clickCount: 1, type: 'mousePressed', buttons: 1 },
     { x: 10.5, y: 20, button: 'left', clickCount: 1, type: 'mouseReleased', buttons: 0 },
   ]);
@@ -87,8 +96,17 @@ test('a click that would land on another element is NOT_ACTIONABLE', async () =>
   const call = t.chrome.commands.find((c) => c.method === 'Runtime.callFunctionOn').params;
   assert.deepEqual([call.objectId, call.arguments], ['5/99', [{ objectId: '5/42' }]]);
   assert.ok(t.chrome.commands.some((c) => c.method === 'Runtime.releaseObjectGroup'));
-  t.inside = true; // the hit node is inside the target (a span in a button)
+  t.relation = 'inside'; // the hit node is inside the target (a span in a button)
   assert.equal((await t.input('click', { x: 5, y: 5 })).ok, true);
+  // A label that activates the target counts only when the broker accepts it.
+  t.relation = 'label';
+  assert.equal((await t.input('click', { x: 5, y: 5 })).code, 'NOT_ACTIONABLE');
+  assert.equal((await t.input('click', { x: 5, y: 5, accept: ['target', 'inside', 'label'] })).ok, true);
+  t.relation = 'outside';
+  assert.equal((await t.input('click', { x: 5, y: 5, accept: ['target', 'inside', 'label'] })).code, 'NOT_ACTIONABLE');
+  t.relation = 'elsewhere'; // not a relation: outside
+  assert.equal((await t.input('click', { x: 5, y: 5, accept: ['target', 'inside', 'label'] })).code, 'NOT_ACTIONABLE');
+  assert.equal(t.dispatched().length, 6);
   t.chrome.cdp.set('DOM.getNodeForLocation', () => { throw new Error('No node found at given location'); });
   assert.equal((await t.input('click', { x: 5, y: 5 })).code, 'NOT_ACTIONABLE');
 });
@@ -115,7 +133,7 @@ test('text modes: replace selects all, append goes to the end, insert types at t
 
 test('a guard that refuses dispatches nothing, with its code', async () => {
   const t = await granted();
-  t.inside = true;
+  t.relation = 'inside';
   for (const code of ['NOT_ACTIONABLE', 'STALE_TARGET', 'UNSUPPORTED_CAPABILITY']) {
     t.guard = code;
     assert.equal((await t.input('text', { text: 'x', mode: 'append', prefix: '' })).code, code);
@@ -129,22 +147,22 @@ test('a guard that refuses dispatches nothing, with its code', async () => {
 
 test('a check click toggles only the state it was sent for', async () => {
   const t = await granted();
-  t.inside = true;
+  t.relation = 'inside';
   t.guard = 'STALE_TARGET'; // the box was ticked meanwhile
   assert.equal((await t.input('click', { x: 1, y: 1, expectChecked: false })).code, 'STALE_TARGET');
   assert.equal(t.dispatched().length, 0);
   t.guard = '';
   assert.equal((await t.input('click', { x: 1, y: 1, expectChecked: false })).ok, true);
   assert.deepEqual(t.guards().at(-1).params.arguments, [{ value: false }]);
-  assert.equal(t.dispatched().length, 2);
+  assert.equal(t.dispatched().length, 3);
 });
 
 test('wheel: a hit-tested point, then one mouseWheel sample', async () => {
   const t = await granted();
-  t.inside = true;
+  t.relation = 'inside';
   assert.equal((await t.input('wheel', { x: 3, y: 4, deltaX: 0, deltaY: 120 })).ok, true);
   assert.deepEqual(t.dispatched().map((c) => c.params), [{ type: 'mouseWheel', x: 3, y: 4, deltaX: 0, deltaY: 120 }]);
-  t.inside = false;
+  t.relation = 'outside';
   t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 99, frameId: 'F1' }));
   assert.equal((await t.input('wheel', { x: 3, y: 4, deltaX: 0, deltaY: 120 })).code, 'NOT_ACTIONABLE');
   assert.equal(t.dispatched().length, 1);
@@ -156,8 +174,9 @@ test('scroll and select run their fixed function once, on the target or the docu
   assert.equal((await t.input('scroll', { target: undefined, deltaX: 0, deltaY: 300 })).ok, true);
   assert.equal((await t.input('scroll', { deltaX: -5, deltaY: 0 })).ok, true);
   assert.equal((await t.input('select', { option: { index: 2, label: 'Blue' } })).ok, true);
+  assert.equal((await t.input('select', { option: { index: 2, label: 'Blue', value: '' } })).ok, true);
   const calls = t.guards().map((c) => [c.params.objectId, c.params.arguments.map((a) => a.value)]);
-  assert.deepEqual(calls, [['5/1', [0, 300]], ['5/42', [-5, 0]], ['5/42', [2, 'Blue']]]);
+  assert.deepEqual(calls, [['5/1', [0, 300]], ['5/42', [-5, 0]], ['5/42', [2, 'Blue', null]], ['5/42', [2, 'Blue', '']]]);
   assert.equal(t.dispatched().length, 0); // no CDP input event: DOM functions
 });
 
@@ -191,7 +210,31 @@ test('malformed input requests are INVALID_REQUEST', async () => {
     ['key', { key: 'Enter', target: undefined }],
     ['select', { option: { index: -1, label: 'a' } }],
     ['select', { option: { index: 0 } }],
-    ['select', { option: { index: 0, label: 'a', value: 'a' } }],
+    ['select', { option: { index: 0, label: 'a', value: 1 } }],
+    ['select', { option: { index: 0, label: 'a', value: 'x'.repeat(1001) } }],
+    ['select', { option: { index: 0, label: 'a', other: 'a' } }],
+    ['click', { x: 1, y: 1, count: 3 }],
+    ['click', { x: 1, y: 1, accept: [] }],
+    ['click', { x: 1, y: 1, accept: ['target', 'target'] }],
+    ['click', { x: 1, y: 1, accept: ['anywhere'] }],
+    ['hover', { x: 1 }],
+    ['hover', { x: 1, y: 1, count: 2 }],
+    ['drag', { x: 1, y: 1, toX: 2 }],
+    ['drag', { x: 1, y: 1, toX: 2, toY: Infinity }],
+    ['drag', { x: 1, y: 1, toX: 2, toY: 2, to: { backendNodeId: 'x', role: 'button', name: 'Save' } }],
+    ['key', { key: 'a' }], // a character without modifiers is a chord's
+    ['key', { key: 'Enter', modifiers: [] }],
+    ['key', { key: 'ab', modifiers: ['Control'] }],
+    ['key', { key: ' ', modifiers: ['Control'] }],
+    ['key', { key: '\u00a0', modifiers: ['Control'] }],
+    ['key', { key: '\u0007', modifiers: [] }],
+    ['key', { key: '😀', modifiers: [] }], // two UTF-16 units
+    ['key', { key: 'a', modifiers: ['Ctrl'] }],
+    ['key', { key: 'a', modifiers: ['Alt', 'Alt'] }],
+    ['key', { key: 'a', modifiers: ['Alt', 'Control', 'Meta', 'Shift', 'Alt'] }],
+    ['key', { key: 'a', modifiers: ['Control'], shift: true }],
+    ['key', { key: 'Enter', guard: true }],
+    ['key', { key: 'a', modifiers: ['Control'], guard: 'yes' }],
   ]) assert.equal((await t.input(kind, request)).code, 'INVALID_REQUEST', JSON.stringify(request));
   assert.equal((await t.input('text', { text: '😀'.repeat(10000), mode: 'insert' })).ok, true); // 10,000 characters
 });
@@ -239,7 +282,7 @@ test('input in a child frame: only on its document, while it and the frames abov
   const click = (documentEpoch, f) => t.input('click', { documentEpoch, x: 5, y: 5, frame: f });
 
   assert.deepEqual((await click('C1:LC', { frameId: 'C1', loaderId: 'LC' })).value, { dispatched: true });
-  assert.equal(t.dispatched().length, 2);
+  assert.equal(t.dispatched().length, 3);
   for (const [epoch, f, code] of [
     ['C2:L2', { frameId: 'C2', loaderId: 'L2' }, 'POLICY_DENIED'], // another origin
     ['C1:old', { frameId: 'C1', loaderId: 'old' }, 'STALE_TARGET'], // the frame shows another document
@@ -248,9 +291,111 @@ test('input in a child frame: only on its document, while it and the frames abov
   ]) {
     assert.equal((await click(epoch, f)).code, code, `${epoch} ${JSON.stringify(f)}`);
   }
-  assert.equal(t.dispatched().length, 2, 'input was sent after a refusal');
+  assert.equal(t.dispatched().length, 3, 'input was sent after a refusal');
   // Text and keys go into the frame the same way, after focusing the target.
   assert.equal((await t.input('text', { documentEpoch: 'C1:LC', text: 'x', mode: 'insert', frame: { frameId: 'C1', loaderId: 'LC' } })).ok, true);
   assert.equal((await t.input('key', { documentEpoch: 'C2:L2', key: 'Enter', frame: { frameId: 'C2', loaderId: 'L2' } })).code, 'POLICY_DENIED');
-  assert.deepEqual(t.dispatched().slice(2).map((c) => c.method), ['Input.insertText']);
+  assert.deepEqual(t.dispatched().slice(3).map((c) => c.method), ['Input.insertText']);
+});
+
+test('a double-click is two press/release pairs counting 1 then 2; a hover only moves', async () => {
+  const t = await granted();
+  assert.equal((await t.input('click', { x: 3, y: 4, count: 2 })).ok, true);
+  assert.deepEqual(t.dispatched().map((c) => `${c.params.type}:${c.params.clickCount ?? ''}:${c.params.buttons}`),
+    ['mouseMoved::0', 'mousePressed:1:1', 'mouseReleased:1:0', 'mousePressed:2:1', 'mouseReleased:2:0']);
+  const before = t.dispatched().length;
+  assert.equal((await t.input('hover', { x: 7, y: 8 })).ok, true);
+  assert.deepEqual(t.dispatched().slice(before).map((c) => c.params), [{ type: 'mouseMoved', x: 7, y: 8, button: 'none', buttons: 0 }]);
+  // Both are hit-tested first.
+  t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 99, frameId: 'F1' }));
+  assert.equal((await t.input('hover', { x: 7, y: 8 })).code, 'NOT_ACTIONABLE');
+  assert.equal((await t.input('click', { x: 7, y: 8, count: 2 })).code, 'NOT_ACTIONABLE');
+  assert.equal(t.dispatched().length, before + 1);
+});
+
+test('a drag presses on the target, moves in ten steps to the drop point and releases there', async () => {
+  const t = await granted();
+  const to = { backendNodeId: 43, role: 'listitem', name: 'Slot' };
+  t.chrome.cdp.set('Accessibility.getPartialAXTree', ({ backendNodeId }) => ({
+    nodes: [{ backendDOMNodeId: backendNodeId, ignored: false, role: { value: backendNodeId === 42 ? 'button' : 'listitem' }, name: { value: backendNodeId === 42 ? 'Save' : 'Slot' } }],
+  }));
+  let at = 42;
+  t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: at, frameId: 'F1' }));
+  t.chrome.cdp.set('DOM.getNodeForLocation', ({ y }) => ({ backendNodeId: y === 1000 ? 42 : at, frameId: 'F1' }));
+  at = 43;
+  assert.equal((await t.input('drag', { x: 0, y: 0, toX: 100, toY: 50, to })).ok, true);
+  const moves = t.dispatched().map((c) => `${c.params.type}@${c.params.x},${c.params.y}/${c.params.buttons}`);
+  assert.deepEqual(moves, ['mouseMoved@0,0/0', 'mousePressed@0,0/1',
+    ...Array.from({ length: 10 }, (_, i) => `mouseMoved@${(i + 1) * 10},${(i + 1) * 5}/1`), 'mouseReleased@100,50/0']);
+  // The drop point is hit-tested against the element it drops on, whose
+  // identity is checked too.
+  at = 99;
+  assert.equal((await t.input('drag', { x: 0, y: 0, toX: 100, toY: 50, to })).code, 'NOT_ACTIONABLE');
+  assert.equal((await t.input('drag', { x: 0, y: 0, toX: 100, toY: 50, to: { ...to, name: 'Other' } })).code, 'STALE_TARGET');
+  // By an offset: no drop target, no check there.
+  assert.equal((await t.input('drag', { x: 0, y: 0, toX: 100, toY: 50 })).ok, true);
+  assert.equal(t.dispatched().length, 26);
+});
+
+test('a chord holds its modifiers around the key; a character types only without Control, Alt or Meta', async () => {
+  const t = await granted();
+  const keys = async (request) => {
+    const from = t.chrome.commands.length;
+    assert.equal((await t.input('key', request)).ok, true, JSON.stringify(request));
+    return t.chrome.commands.slice(from).filter((c) => c.method === 'Input.dispatchKeyEvent')
+      .map((c) => `${c.params.type}:${c.params.key}:${c.params.code}:${c.params.windowsVirtualKeyCode}:${c.params.modifiers}:${c.params.text ?? ''}`);
+  };
+  assert.deepEqual(await keys({ key: 'f', modifiers: ['Control'] }),
+    ['rawKeyDown:Control:ControlLeft:17:2:', 'rawKeyDown:f:KeyF:70:2:', 'keyUp:f:KeyF:70:2:', 'keyUp:Control:ControlLeft:17:0:']);
+  assert.deepEqual(await keys({ key: 'o', modifiers: [] }), ['keyDown:o:KeyO:79:0:o', 'keyUp:o:KeyO:79:0:']);
+  assert.deepEqual(await keys({ key: 'a', modifiers: ['Shift'] }),
+    ['rawKeyDown:Shift:ShiftLeft:16:8:', 'keyDown:A:KeyA:65:8:A', 'keyUp:A:KeyA:65:8:', 'keyUp:Shift:ShiftLeft:16:0:']);
+  // Modifiers go down in a fixed order whatever the request's, and up in reverse.
+  assert.deepEqual(await keys({ key: 'ArrowUp', modifiers: ['Shift', 'Alt'] }),
+    ['rawKeyDown:Alt:AltLeft:18:1:', 'rawKeyDown:Shift:ShiftLeft:16:9:', 'rawKeyDown:ArrowUp:ArrowUp:38:9:', 'keyUp:ArrowUp:ArrowUp:38:9:',
+      'keyUp:Shift:ShiftLeft:16:1:', 'keyUp:Alt:AltLeft:18:0:']);
+  assert.deepEqual(await keys({ key: 'Enter', modifiers: ['Meta'] }),
+    ['rawKeyDown:Meta:MetaLeft:91:4:', 'rawKeyDown:Enter:Enter:13:4:', 'keyUp:Enter:Enter:13:4:', 'keyUp:Meta:MetaLeft:91:0:']);
+  assert.deepEqual(await keys({ key: 'é', modifiers: [] }), ['keyDown:é::0:0:é', 'keyUp:é::0:0:']);
+  // No guard unless asked; with one, GUARD_KEY runs on the target right
+  // before the events, for the key as the page sees it.
+  const guards = () => t.guards().filter((c) => c.params.functionDeclaration.includes('defaultPrevented'));
+  assert.equal(guards().length, 0);
+  await keys({ key: 'h', modifiers: ['Control', 'Shift'], guard: true });
+  assert.deepEqual(guards().map((c) => [c.params.objectId, c.params.arguments]), [['5/42', [{ value: 'H' }]]]);
+});
+
+test('characterKey names the US key of a character', () => {
+  assert.deepEqual(characterKey('z', false), { key: 'z', code: 'KeyZ', keyCode: 90, text: 'z' });
+  assert.deepEqual(characterKey('z', true), { key: 'Z', code: 'KeyZ', keyCode: 90, text: 'Z' });
+  assert.deepEqual(characterKey('7', true), { key: '7', code: 'Digit7', keyCode: 55, text: '7' });
+  assert.deepEqual(characterKey('?', false), { key: '?', code: 'Slash', keyCode: 191, text: '?' });
+  assert.deepEqual(characterKey('"', false), { key: '"', code: 'Quote', keyCode: 222, text: '"' });
+  assert.deepEqual(characterKey('\\', false), { key: '\\', code: 'Backslash', keyCode: 220, text: '\\' });
+  assert.deepEqual(characterKey('ß', false), { key: 'ß', code: '', keyCode: 0, text: 'ß' });
+});
+
+test('dom.hit says how the node at a point relates to the target, and names what covers it', async () => {
+  const t = await granted();
+  const hit = (request) => t.call('dom.hit', { lease: t.lease, request: { documentEpoch: 'F1:L1', backendNodeId: 42, x: 5, y: 6, ...request } });
+  assert.deepEqual((await hit({})).value, { relation: 'target', pseudo: false });
+  t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 99, frameId: 'F1' }));
+  t.relation = 'label';
+  assert.deepEqual((await hit({})).value, { relation: 'label', pseudo: false });
+  t.relation = 'outside';
+  assert.deepEqual((await hit({})).value, { relation: 'outside', pseudo: false, cover: { frameId: 'F1', tag: 'div', backendNodeId: 77 } });
+  const cover = t.chrome.commands.findLast((c) => c.method === 'DOM.describeNode').params;
+  assert.deepEqual(cover, { objectId: 'cover-of-5/99' });
+  // Over a node of another frame, where the target is no node: only the frame is said.
+  t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 99, frameId: 'C9' }));
+  t.chrome.cdp.set('DOM.resolveNode', ({ backendNodeId, executionContextId }) => {
+    if (executionContextId === 6 && backendNodeId === 42) throw new Error('Node with given id does not belong to the document');
+    return { object: { objectId: `${executionContextId}/${backendNodeId}` } };
+  });
+  assert.deepEqual((await hit({})).value, { relation: 'outside', pseudo: false, cover: { frameId: 'C9', tag: '' } });
+  assert.equal((await hit({ documentEpoch: 'F1:L0' })).code, 'STALE_TARGET');
+  for (const bad of [{ x: 'a' }, { backendNodeId: 0 }, { extra: 1 }, { frame: { frameId: 'C1' } }]) {
+    assert.equal((await hit(bad)).code, 'INVALID_REQUEST', JSON.stringify(bad));
+  }
+  assert.equal(t.dispatched().length, 0);
 });

@@ -14,7 +14,8 @@ test('the hello is a valid provider hello with a fresh instance per connection',
   assert.ok(validateHello(t.hello.params));
   assert.deepEqual(t.hello.params.capabilities, ['lease.fencing.v1', 'lease.tab-scope.v1', 'ax.read.v1', 'ax.find.v1', 'input.named-keys.v1',
     'frames.list.v1', 'capture.v1', 'ax.page.v1', 'ax.read-frame.v1', 'input.frame.v1', 'transport.ordered-ids.v1',
-    'dom.read.v1', 'input.scroll.v1', 'input.wheel.v1', 'input.select.v1', 'page.navigate.v1', 'owner.console.v1']);
+    'dom.read.v1', 'input.scroll.v1', 'input.wheel.v1', 'input.select.v1', 'page.navigate.v1', 'owner.console.v1',
+    'dom.hit.v1', 'input.pointer.v1', 'input.chord.v1']);
   assert.deepEqual(t.hello.params.requiredCapabilities, ['runtime.v1']);
   assert.deepEqual(t.hello.params.instance, {
     id: t.instanceId, family: 'chromium', brand: 'Chromium', version: '156.0.8078.108', profileLabel: 'Default profile',
