@@ -135,6 +135,11 @@ func firstLines(s string, n int) string {
 // it.
 var errNotFound = errors.New("not in the page as the server shows it")
 
+// errStale says that the page changed between reading it and acting: the
+// tool refused the ref before any input, and the agent reads the page
+// again and retries, as both tools' answers advise.
+var errStale = errors.New("the page changed under the ref")
+
 // roleRE matches l's role, any role if it has none.
 func roleRE(l locator) string {
 	if l.Role == "" {
@@ -358,10 +363,15 @@ func (a *brokerAgent) do(ctx context.Context, s step, before func() error) error
 		args["frame"] = a.frame
 	}
 	out, err := a.c.call(ctx, "browser_act", args)
+	status := firstLines(out, 1)
+	if strings.Contains(status, "STALE_TARGET") && strings.Contains(status, "notDispatched") || err != nil && strings.Contains(err.Error(), "STALE_TARGET") {
+		a.outline, _ = a.c.call(ctx, "browser_observe", map[string]any{"leaseId": a.lease})
+		a.frame = nil
+		return fmt.Errorf("browser_act %s: %w: %s", s.Do, errStale, status)
+	}
 	if err != nil {
 		return err
 	}
-	status := firstLines(out, 1)
 	if strings.Contains(status, ": failed") || strings.Contains(status, ": cancelled") {
 		return fmt.Errorf("browser_act %s: %s", s.Do, firstLines(out, 3))
 	}
@@ -439,6 +449,10 @@ func (a *playwrightAgent) find(ctx context.Context, l locator) (string, error) {
 		a.outline = out
 	}
 }
+
+// staleRefRE matches @playwright/mcp's refusal of a ref that its latest
+// snapshot no longer has.
+var staleRefRE = regexp.MustCompile(`(?i)ref \S+ not found`)
 
 var boxRE = regexp.MustCompile(`\[box=(-?[0-9.]+),(-?[0-9.]+),(-?[0-9.]+),(-?[0-9.]+)\]`)
 
@@ -533,6 +547,10 @@ func (a *playwrightAgent) do(ctx context.Context, s step, before func() error) e
 		}
 	default:
 		return fmt.Errorf("@playwright/mcp: no tool for %s", s.Do)
+	}
+	if err != nil && staleRefRE.MatchString(err.Error()) {
+		a.outline, _ = a.c.call(ctx, "browser_snapshot", map[string]any{})
+		return fmt.Errorf("%w: %v", errStale, err)
 	}
 	if err != nil {
 		return err
