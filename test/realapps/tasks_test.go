@@ -296,6 +296,7 @@ var tasks = []task{
 // gapOf finds by itself). A listed task that passes fails the test, so
 // that this list stays true.
 var gaps = map[string]string{
+	"Swagger_UI/choose_a_server":   "select answers STALE_TARGET at once on any <select> since h/realwork a4b52d6 (test/TestE2ESelect fails the same way)",
 	"GrapesJS/preview_on_a_tablet": "broker mcp's browser_act takes select by label only: it asks for option (issue 12, deliverables 2 and 5)",
 	"Ace/fold_a_section":           "Ace's fold widget (a span with role=button in the gutter) is not in broker mcp's outline",
 	"GrapesJS/select_a_component":  "the heading in GrapesJS's canvas frame is text in broker mcp's outline, with no ref; GrapesJS selects a component on a click anywhere in it",
