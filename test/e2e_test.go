@@ -130,8 +130,9 @@ func TestE2EStaleRefAndOcclusion(t *testing.T) {
 	l := s.Claim(t, "s", tab)
 	o := s.Observe(t, "s", l.ID)
 	r := s.Act(t, "s", o, l.ID, map[string]any{"kind": "click", "ref": refOf(t, o, "button", "Hidden target")})
-	if r.Code != wire.CodeNotActionable || r.Dispatch != "notDispatched" {
-		t.Fatalf("occluded click: %+v", r)
+	// A transparent overlay is never clicked through, and the answer names it.
+	if r.Code != wire.CodeNotActionable || r.Dispatch != "notDispatched" || r.CoveredBy == nil || *r.CoveredBy != (browser.Cover{Tag: "div"}) {
+		t.Fatalf("occluded click: %+v %+v", r, r.CoveredBy)
 	}
 	if n := chromium.Eval[int](t, s.Browser, target, "window.overlayClicks + window.hiddenClicks"); n != 0 {
 		t.Fatalf("occluded click reached the page %d times", n)

@@ -23,6 +23,9 @@ func clickablePage(pg *fakePage) {
 	pg.add("c7", "2", axNode{BackendNodeID: 108, Role: "generic"}) // not clickable
 	pg.add("c7t", "c7", axNode{Role: "StaticText", Name: "Plain"})
 	pg.add("c8", "2", axNode{BackendNodeID: 109, Role: "LabelText", Props: axProps{Clickable: true}}) // an icon with nothing to say
+	pg.add("c9", "2", axNode{BackendNodeID: 110, Role: "group", Props: axProps{Clickable: true}})     // a draggable card
+	pg.add("c9t", "c9", axNode{Role: "StaticText", Name: "Card"})
+	pg.add("c10", "2", axNode{BackendNodeID: 111, Role: "group", Name: "Tools", Props: axProps{Clickable: true}}) // a named region
 }
 
 // TestClickablesGetRefs: what a person can click has a ref, with its role
@@ -38,7 +41,7 @@ func TestClickablesGetRefs(t *testing.T) {
 	}
 	long := strings.TrimSpace(strings.Repeat("word ", 20))
 	want := []string{"main:Main area", "textbox:Your name", "button:Greet", "generic:Day 5", "generic:Code view", "button:Inner",
-		"gridcell:17", "generic:" + long, "LabelText:"}
+		"gridcell:17", "generic:" + long, "LabelText:", "group:Card", "group:Tools"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("refs\n%q\nwant\n%q", got, want)
 	}

@@ -9,11 +9,14 @@ import (
 )
 
 // Chords the browser acts on itself, outside the leased tab. Chromium 156
-// dispatches a key event sent through the debugger as a keyboard's: its
-// reserved shortcuts never reach the page and act at once (Control+W closed
-// the tab, Control+T and Control+N opened one), and the others reach the
-// page first and act unless it prevents their default (Control+J opened the
-// downloads page), as test/chords_test.go shows.
+// acts on a key event sent through a DevTools session of its own as on a
+// keyboard's: its reserved shortcuts never reach the page and act at once
+// (Control+W closed the tab, Control+T and Control+N opened one), the
+// others reach the page first and act unless it prevents their default
+// (Control+J opened the downloads page). Sent through the extension's
+// chrome.debugger none of them acted in the same build (test/chords_test.go
+// says so), which nothing promises of other builds or headed windows: the
+// broker refuses the first and guards the others all the same.
 var (
 	// reservedKeys, with Control or Meta, close, open or switch tabs and
 	// windows, quit, or focus the address bar (which then takes the keys

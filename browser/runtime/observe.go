@@ -246,7 +246,7 @@ const maxClickableName = 100
 // clickableNames names the elements of a read that the page made
 // clickable itself (a click listener, a cursor:pointer area, a tab stop:
 // Props.Clickable) but that have no role a ref is given for: a generic div
-// or span, a table cell, an image. Each is named by its accessible name,
+// or span, a table cell, an image, an unnamed group (a draggable card). Each is named by its accessible name,
 // else its title (the description), else the text inside it, cut at
 // maxClickableName. One with a control or a field inside gets none: those
 // are what a person clicks. It returns the names by index in nodes.
@@ -257,8 +257,9 @@ func clickableNames(nodes []axNode) map[int]string {
 		if n.AXID != "" {
 			index[n.AXID] = i
 		}
+		region := regionRoles[n.Role] && strings.TrimSpace(n.Name) != "" // a named region has its ref already
 		if n.Props.Clickable && !n.Ignored && !n.Props.Hidden && n.BackendNodeID > 0 && n.Role != "StaticText" &&
-			!controlRoles[n.Role] && !regionRoles[n.Role] && !(n.Props.Focusable && n.Props.Editable != "") {
+			!controlRoles[n.Role] && !region && !(n.Props.Focusable && n.Props.Editable != "") {
 			candidates[i] = true
 		}
 	}

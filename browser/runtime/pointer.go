@@ -8,6 +8,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 
@@ -65,7 +66,14 @@ type landing struct {
 	at     at
 	scroll bool
 	inView bool
+	nudge  int // with scroll, after a cover: 1 scrolls the box up, -1 down (nudges)
 }
+
+// nudges are how a covered target is scrolled on the tries after the first:
+// with room below it (it goes up past a bar at the bottom), then with room
+// above it (it goes down past a header). After them it is only scrolled
+// into view, as on the first try.
+var nudges = []int{0, 1, -1}
 
 // pointOn waits, under the deadline, until t is enabled and visible, its
 // box is stable, and the point where it lands is one an input would reach
@@ -76,7 +84,14 @@ type landing struct {
 func (a *action) pointOn(t *target, where landing) (float64, float64, error) {
 	var covered *browser.Cover // what covered the point at the last complete check
 	defer func() { a.res.CoveredBy = covered }()
-	for {
+	for try := 0; ; try++ {
+		if covered != nil && where.scroll && try < len(nudges) {
+			// A bar or header over a target that is in view: a person scrolls it
+			// clear. The next tries scroll it each another way (nudges), once.
+			where.nudge = nudges[try]
+		} else {
+			where.nudge = 0
+		}
 		wake := a.p.changes()
 		if _, err := a.readyOf(t); err != nil {
 			if a.ctx.Err() == nil {
@@ -107,7 +122,12 @@ var errOffTarget = wire.Err(wire.CodeNotActionable)
 
 // land reads t's box once and checks the point where lands on it.
 func (a *action) land(t *target, where landing) (float64, float64, error) {
-	q, err := a.r.box(a.ctx, a.prov, a.l, t, where.scroll)
+	if where.scroll && where.nudge != 0 {
+		if err := a.nudge(t, where.nudge); err != nil {
+			return 0, 0, err
+		}
+	}
+	q, err := a.r.box(a.ctx, a.prov, a.l, t, where.scroll && where.nudge == 0)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -129,11 +149,36 @@ func (a *action) land(t *target, where landing) (float64, float64, error) {
 	return x, y, nil
 }
 
-// inViewport reports whether (x, y) is in the layout viewport.
-func (a *action) inViewport(x, y float64) (bool, error) {
+// nudge scrolls t into view with half the viewport's height of room below
+// it (dir 1) or above it (dir -1): DOM.scrollIntoViewIfNeeded centres that
+// taller rectangle, so the box ends a quarter of the way from the top or
+// the bottom.
+func (a *action) nudge(t *target, dir int) error {
+	q, err := a.r.box(a.ctx, a.prov, a.l, t, false)
+	if err != nil {
+		return err
+	}
+	_, height, err := a.viewport()
+	if err != nil {
+		return err
+	}
+	w, h := math.Hypot(q[2]-q[0], q[3]-q[1]), math.Hypot(q[6]-q[0], q[7]-q[1])
+	room := math.Round(height / 2)
+	rect := map[string]any{"x": 0, "y": 0, "width": math.Round(w), "height": math.Round(h) + room}
+	if dir < 0 {
+		rect["y"] = -room
+	}
+	if _, err = callCDP(a.ctx, a.prov, a.l, "DOM.scrollIntoViewIfNeeded", map[string]any{"backendNodeId": t.BackendNodeID, "rect": rect}); err != nil {
+		return staleIfGone(err)
+	}
+	return nil
+}
+
+// viewport returns the layout viewport's size in CSS pixels.
+func (a *action) viewport() (float64, float64, error) {
 	raw, err := callCDP(a.ctx, a.prov, a.l, "Page.getLayoutMetrics", map[string]any{})
 	if err != nil {
-		return false, err
+		return 0, 0, err
 	}
 	var m struct {
 		View struct {
@@ -142,9 +187,15 @@ func (a *action) inViewport(x, y float64) (bool, error) {
 		} `json:"cssLayoutViewport"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return false, providerErr("cdp Page.getLayoutMetrics", err)
+		return 0, 0, providerErr("cdp Page.getLayoutMetrics", err)
 	}
-	return x >= 0 && y >= 0 && x < m.View.ClientWidth && y < m.View.ClientHeight, nil
+	return m.View.ClientWidth, m.View.ClientHeight, nil
+}
+
+// inViewport reports whether (x, y) is in the layout viewport.
+func (a *action) inViewport(x, y float64) (bool, error) {
+	w, h, err := a.viewport()
+	return x >= 0 && y >= 0 && x < w && y < h, err
 }
 
 // hits checks with dom.hit that an input at (x, y) would reach t. When it

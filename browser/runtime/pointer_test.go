@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -288,4 +289,40 @@ func TestSelectByValue(t *testing.T) {
 	if c := lastCommand(t, a.p, browser.ProviderInputSelect); c.Option.Value != nil || c.Option.Label != "Red" {
 		t.Fatalf("by label sent %+v", c.Option)
 	}
+}
+
+// TestCoverNudges: a target in view under a bar is scrolled clear, once each
+// way: with room below it, then above it.
+func TestCoverNudges(t *testing.T) {
+	t.Parallel()
+	hits := 0
+	a := withHit(t, func(hitRequest) hitFacts {
+		hits++
+		if hits <= 3 {
+			return hitFacts{Relation: "outside", Cover: &coverFacts{BackendNodeID: 2, Tag: "div", FrameID: "F"}}
+		}
+		return hitFacts{Relation: "target"}
+	})
+	res := a.act("s", a.request("nudged", map[string]any{"kind": "click", "ref": a.ref("button", "Greet")}))
+	if res.Dispatch != "observed" {
+		t.Fatalf("%+v", res)
+	}
+	var rects []any
+	for _, c := range a.p.sent(browser.ProviderCDP) {
+		if c := c.(*cdpParams); c.Method == "DOM.scrollIntoViewIfNeeded" {
+			rects = append(rects, c.Params.(map[string]any)["rect"])
+		}
+	}
+	// The box is 100×30, the viewport 600 high: 300 of room.
+	want := []any{nil, map[string]any{"x": 0.0, "y": 0.0, "width": 100.0, "height": 330.0},
+		map[string]any{"x": 0.0, "y": -300.0, "width": 100.0, "height": 330.0}, nil}
+	if len(rects) != len(want) || rects[0] != nil || rects[3] != nil || !sameJSON(rects[1], want[1]) || !sameJSON(rects[2], want[2]) {
+		t.Fatalf("scrolled %v, want %v", rects, want)
+	}
+}
+
+func sameJSON(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
 }

@@ -13,9 +13,11 @@ const utf8 = new TextEncoder();
 // clickables returns the backend node IDs of the elements of a frame's
 // document that are clickable by the page's own doing, from one DOM
 // snapshot: a click, mousedown or mouseup listener (Chromium's isClickable;
-// a label's own activation does not count), the root of a cursor:pointer
-// area, or a tab stop (tabindex ≥ 0). The broker decides which of them get
-// a ref. A snapshot that fails marks nothing.
+// a label's own activation does not count), the root of an area whose
+// cursor says it can be clicked or dragged (pointer, grab, move), a tab
+// stop (tabindex ≥ 0), or an element the page lets be dragged
+// (draggable="true"). The broker decides which of them get a ref. A
+// snapshot that fails marks nothing.
 export async function clickables(send, frameId) {
   let snap;
   try {
@@ -33,16 +35,17 @@ export async function clickables(send, frameId) {
   const listened = new Set(nodes.isClickable?.index ?? []);
   const cursor = new Map(); // node index -> its cursor
   doc.layout?.nodeIndex?.forEach((node, k) => cursor.set(node, str(doc.layout.styles?.[k]?.[0])));
-  const pointer = (i) => cursor.get(i) === 'pointer';
+  const pointer = (i) => ['pointer', 'grab', 'move'].includes(cursor.get(i));
   (nodes.backendNodeId ?? []).forEach((id, i) => {
     if (nodes.nodeType?.[i] !== 1) return;
     const attrs = nodes.attributes?.[i] ?? [];
-    let tabStop = false;
+    let marked = false; // a tab stop, or draggable
     for (let a = 0; a + 1 < attrs.length; a += 2) {
-      if (str(attrs[a])?.toLowerCase() === 'tabindex' && Number.parseInt(str(attrs[a + 1]), 10) >= 0) tabStop = true;
+      const name = str(attrs[a])?.toLowerCase(), value = str(attrs[a + 1]);
+      if ((name === 'tabindex' && Number.parseInt(value, 10) >= 0) || (name === 'draggable' && value === 'true')) marked = true;
     }
     const own = listened.has(i) && str(nodes.nodeName?.[i])?.toUpperCase() !== 'LABEL';
-    if (own || tabStop || (pointer(i) && !pointer(nodes.parentIndex?.[i]))) out.add(id);
+    if (own || marked || (pointer(i) && !pointer(nodes.parentIndex?.[i]))) out.add(id);
   });
   return out;
 }

@@ -4,6 +4,7 @@ import { fail, isObject } from './errors.js';
 
 const nodeId = (v) => Number.isInteger(v) && v > 0;
 const int32 = (v) => Number.isInteger(v) && Math.abs(v) < 2 ** 31; // CDP rejects fractions
+const length = (v) => Number.isFinite(v) && Math.abs(v) <= 1e6;
 const is = (want) => (v) => v === want;
 
 // shape(required, optional) accepts an object with every required key, no
@@ -18,7 +19,7 @@ const allowlist = new Map([
   ['Page.getLayoutMetrics', shape({})],
   ['Page.getFrameTree', shape({})],
   ['DOM.getContentQuads', shape({ backendNodeId: nodeId })],
-  ['DOM.scrollIntoViewIfNeeded', shape({ backendNodeId: nodeId })],
+  ['DOM.scrollIntoViewIfNeeded', shape({ backendNodeId: nodeId }, { rect: shape({ x: length, y: length, width: length, height: length }) })],
   ['DOM.getNodeForLocation', shape({ x: int32, y: int32 }, { includeUserAgentShadowDOM: (v) => typeof v === 'boolean' })],
   ['Accessibility.getPartialAXTree', shape({ backendNodeId: nodeId, fetchRelatives: is(false) })],
   ['Runtime.evaluate', shape({ expression: is('document.readyState'), returnByValue: is(true) })],

@@ -269,7 +269,7 @@ test('a read of a child frame: only while it and every frame above it are of the
 test('a read marks the elements clickable by the page\'s own doing, from one DOM snapshot of its document', async () => {
   const t = await granted();
   serve(t, [
-    node('1', 'RootWebArea', 'A', { childIds: ['2', '3', '4', '5', '6', '7', '8'], backendDOMNodeId: 1 }),
+    node('1', 'RootWebArea', 'A', { childIds: ['2', '3', '4', '5', '6', '7', '8', '9'], backendDOMNodeId: 1 }),
     node('2', 'generic', '', { backendDOMNodeId: 20 }), // a click listener
     node('3', 'generic', '', { backendDOMNodeId: 30, description: { value: 'Code view' } }), // cursor:pointer, titled
     node('4', 'generic', '', { backendDOMNodeId: 40 }), // inside 30, cursor:pointer inherited
@@ -277,19 +277,20 @@ test('a read marks the elements clickable by the page\'s own doing, from one DOM
     node('6', 'generic', '', { backendDOMNodeId: 60 }), // tabindex=-1
     node('7', 'LabelText', '', { backendDOMNodeId: 70 }), // a label: clickable by nature only
     node('8', 'generic', '', { backendDOMNodeId: 80 }), // nothing
+    node('9', 'generic', '', { backendDOMNodeId: 90 }), // draggable="true"
   ]);
-  const strings = ['F1', 'DIV', 'SPAN', 'LABEL', 'pointer', 'auto', 'tabindex', '0', '-1', 'C9'];
+  const strings = ['F1', 'DIV', 'SPAN', 'LABEL', 'pointer', 'auto', 'tabindex', '0', '-1', 'C9', 'draggable', 'true'];
   const doc = (frameId, clickable) => ({
     frameId,
     nodes: {
-      backendNodeId: [1, 20, 30, 40, 50, 60, 70, 80],
-      parentIndex: [-1, 0, 0, 2, 0, 0, 0, 0],
-      nodeType: [9, 1, 1, 1, 1, 1, 1, 1],
-      nodeName: [1, 1, 2, 2, 1, 1, 3, 1],
-      attributes: [[], [], [], [], [6, 7], [6, 8], [], []],
+      backendNodeId: [1, 20, 30, 40, 50, 60, 70, 80, 90],
+      parentIndex: [-1, 0, 0, 2, 0, 0, 0, 0, 0],
+      nodeType: [9, 1, 1, 1, 1, 1, 1, 1, 1],
+      nodeName: [1, 1, 2, 2, 1, 1, 3, 1, 1],
+      attributes: [[], [], [], [], [6, 7], [6, 8], [], [], [10, 11]],
       isClickable: { index: clickable },
     },
-    layout: { nodeIndex: [1, 2, 3, 4, 5, 6, 7], styles: [[5], [4], [4], [5], [5], [5], [5]] },
+    layout: { nodeIndex: [1, 2, 3, 4, 5, 6, 7, 8], styles: [[5], [4], [4], [5], [5], [5], [5], [5]] },
   });
   t.chrome.cdp.set('DOMSnapshot.captureSnapshot', ({ computedStyles }) => {
     assert.deepEqual(computedStyles, ['cursor']);
@@ -297,7 +298,7 @@ test('a read marks the elements clickable by the page\'s own doing, from one DOM
   });
   const r = await t.read();
   const marked = r.value.nodes.filter((n) => n.props.clickable).map((n) => [n.backendNodeId, n.description]);
-  assert.deepEqual(marked, [[20, undefined], [30, 'Code view'], [50, undefined]]);
+  assert.deepEqual(marked, [[20, undefined], [30, 'Code view'], [50, undefined], [90, undefined]]);
   assert.equal(t.calls('DOMSnapshot.captureSnapshot'), 1);
   // A snapshot that fails marks nothing and the read goes on.
   t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => { throw new Error('boom'); });

@@ -2,7 +2,11 @@
 // real-browser tests drive: a form, a click counter, an occluded button, a key
 // log, checkboxes, switches and radios, text fields of every kind with a
 // select, scrollers and a wheel pad, a big page for bounded reads, links
-// across origins, and frames of every origin relation for screenshots.
+// across origins, frames of every origin relation for screenshots, controls
+// drawn the ways applications draw them (pseudo-elements, styled labels,
+// shadow DOM) and covered the ways pages cover them, gestures (double-click,
+// hover, drag, a click at a point, key chords), elements clickable only by
+// the page's own doing, and about:blank and srcdoc frames.
 //
 // Serve starts two servers on 127.0.0.1, each on its own port, so a test has
 // two origins. The page of one server can link to the other. A URL with the
@@ -39,6 +43,11 @@ var (
 		"/controls": "controls.html",
 		"/fields":   "fields.html",
 		"/scroll":   "scroll.html",
+		// Issue 12: what a person can click, and how.
+		"/actionable":  "actionable.html",
+		"/gestures":    "gestures.html",
+		"/clickables":  "clickables.html",
+		"/blankframes": "blankframes.html",
 	}
 	bigPage = template.Must(template.ParseFS(pagesFS, "pages/big.html"))
 	// Pages that refer to the other origin and the other site.
@@ -58,7 +67,8 @@ var (
 // Paths lists the paths of the pages, in a stable order.
 func Paths() []string {
 	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/controls", "/fields", "/scroll",
-		"/big", "/nav", "/frames", "/nested", "/moving", "/effects", "/xhtml"}
+		"/big", "/nav", "/frames", "/nested", "/moving", "/effects", "/xhtml",
+		"/actionable", "/gestures", "/clickables", "/blankframes"}
 }
 
 // Counts of the elements on /big.

@@ -48,6 +48,10 @@ func TestPages(t *testing.T) {
 		{"/moving", []string{`id="slide"`, `id="glide"`, `src="{other}/swatch"`}},
 		{"/effects", []string{"filter:blur(6px)", `src="{other}/swatch"`}},
 		{"/xhtml", []string{`xmlns="http://www.w3.org/1999/xhtml"`, `src="{other-site}/swatch"`}},
+		{"/actionable", []string{`.pseudo::before`, `aria-label="Remember me"`, `for="walk"`, "attachShadow", `role="dialog"`, `id="over"`}},
+		{"/gestures", []string{"dblclick", "mouseenter", `id="sortable"`, `id="board"`, `id="chart"`, `draggable="true"`, `id="editor"`, `value="m"`}},
+		{"/clickables", []string{`id="day5"`, "cursor:pointer", `tabindex="0"`, `title="Code view"`, "cursor:grab", `id="wrap"`}},
+		{"/blankframes", []string{`id="blank"`, "srcdoc=", `sandbox="allow-scripts"`, "contentDocument"}},
 	}
 	if len(tests) != len(testpages.Paths()) {
 		t.Fatalf("the test covers %d pages, Paths lists %d", len(tests), len(testpages.Paths()))
