@@ -299,7 +299,6 @@ var gaps = map[string]string{
 	"Swagger_UI/choose_a_server":   "select answers STALE_TARGET at once on any <select> since h/realwork a4b52d6 (test/TestE2ESelect fails the same way)",
 	"GrapesJS/preview_on_a_tablet": "broker mcp's browser_act takes select by label only: it asks for option (issue 12, deliverables 2 and 5)",
 	"Ace/fold_a_section":           "Ace's fold widget (a span with role=button in the gutter) is not in broker mcp's outline",
-	"GrapesJS/select_a_component":  "the heading in GrapesJS's canvas frame is text in broker mcp's outline, with no ref; GrapesJS selects a component on a click anywhere in it",
 }
 
 // TestTaskTable checks the table itself: ids are unique, every gap names
