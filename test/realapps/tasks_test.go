@@ -161,7 +161,9 @@ var tasks = []task{
 		})},
 	{App: "TodoMVC angularjs", Name: "delete a todo", Page: todoPage("angularjs"), Done: todoTitles("Walk the dog"),
 		Steps: steps(addTodo("Buy milk"), addTodo("Walk the dog"), []step{
-			{Do: "hover", On: on("", "Buy milk")},
+			// Its row shows the delete button under the pointer: hover its
+			// box (the second without a name, as for backbone).
+			{Do: "hover", On: nth("checkbox", "", 1), PW: &locator{Role: "checkbox"}},
 			click("button", "✖"),
 		})},
 
@@ -279,7 +281,7 @@ var tasks = []task{
 		Steps: []step{{Do: "dblclick", On: on("heading", "Summer sale")}, typ(on("heading", "Summer sale"), "Winter")}},
 
 	{App: "Chart.js", Name: "hide a series from the legend", Page: "/pages/chart.html", Done: "!chart.isDatasetVisible(0)",
-		Steps: []step{{Do: "clickAt", On: on("img", "Sales chart"), X: 300, Y: 16}}},
+		Steps: []step{{Do: "clickAt", On: on("", "Sales chart"), X: 300, Y: 16}}},
 
 	{App: "TinyMCE", Name: "turn on bold", Page: "/pages/tinymce.html",
 		Done:  "document.querySelector('button[aria-label=\"Bold\"]').getAttribute('aria-pressed') === 'true'",
@@ -291,14 +293,19 @@ var tasks = []task{
 		Steps: []step{typ(on("generic", "Rich Text Area"), "Eggs"), click("button", "Numbered list")}},
 }
 
+const todoLabel = "the todo's label, which a double-click edits (a dblclick listener of its own), is text in broker mcp's outline, with no ref"
+
 // gaps names the tasks that cannot pass through broker mcp yet and why
 // (besides those whose action kinds browser_act does not list yet, which
 // gapOf finds by itself). A listed task that passes fails the test, so
 // that this list stays true.
 var gaps = map[string]string{
-	"Swagger_UI/choose_a_server":   "select answers STALE_TARGET at once on any <select> since h/realwork a4b52d6 (test/TestE2ESelect fails the same way)",
-	"GrapesJS/preview_on_a_tablet": "broker mcp's browser_act takes select by label only: it asks for option (issue 12, deliverables 2 and 5)",
-	"Ace/fold_a_section":           "Ace's fold widget (a span with role=button in the gutter) is not in broker mcp's outline",
+	"TodoMVC_vue/rename_a_todo":       todoLabel,
+	"TodoMVC_angularjs/rename_a_todo": todoLabel,
+	"UIkit/reorder_by_dragging":       "the sortable's items are text in broker mcp's outline, with no ref (UIkit listens on the list and draws no grab cursor)",
+	"Swagger_UI/choose_a_server":      "select answers STALE_TARGET at once on any <select> since h/realwork a4b52d6 (test/TestE2ESelect fails the same way)",
+	"GrapesJS/preview_on_a_tablet":    "broker mcp's browser_act takes select by label only: it asks for option (issue 12, deliverables 2 and 5)",
+	"Ace/fold_a_section":              "Ace's fold widget (a span with role=button in the gutter) is not in broker mcp's outline",
 }
 
 // TestTaskTable checks the table itself: ids are unique, every gap names
