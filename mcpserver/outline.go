@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -182,6 +183,10 @@ func RenderAction(res *browser.ActionResult, a *browser.Action, leaseID string) 
 		b.WriteString(s)
 		b.WriteByte('\n')
 	}
+	if c := res.CoveredBy; c != nil {
+		b.WriteString(coverLine(c))
+		b.WriteByte('\n')
+	}
 	if e := res.Scroll; e != nil {
 		fmt.Fprintf(&b, "scroll of the %s by (%d, %d): from (%g, %g) to (%g, %g), %s\n", e.Target.Kind, e.Requested.DeltaX, e.Requested.DeltaY,
 			e.Before.X, e.Before.Y, e.After.X, e.After.Y, map[bool]string{true: "moved", false: "did not move (nothing left to scroll that way?)"}[e.Moved])
@@ -189,6 +194,24 @@ func RenderAction(res *browser.ActionResult, a *browser.Action, leaseID string) 
 	fmt.Fprintf(&b, "requestId=%s\n", res.RequestID)
 	writeObservation(&b, res.Observation, leaseID)
 	return b.String()
+}
+
+// coverLine says what covered an action's target, and what to do about it.
+func coverLine(c *browser.Cover) string {
+	what := c.Tag
+	if c.Role != "" {
+		what = c.Role
+	}
+	if c.Name != "" {
+		what += " " + strconv.Quote(c.Name)
+	}
+	if c.Role != "" {
+		what += " (" + c.Tag + ")"
+	}
+	if c.Ref != "" {
+		what += " [ref=" + c.Ref + "]"
+	}
+	return "Covered by " + what + ": it would get the click. Close, accept or dismiss it first (a button in it, or Escape), or wait for it to go; it is never clicked through."
 }
 
 // RenderBatch renders the result of browser_batch: the plan's outcome,
@@ -368,11 +391,35 @@ func describeAction(a *browser.Action, labels map[string]string) string {
 		}
 		return "check " + target
 	case "select":
+		if a.Value != nil {
+			return fmt.Sprintf("select the value %s in %s", strconv.Quote(clip(*a.Value, 60)), target)
+		}
 		option := ""
 		if a.Option != nil {
 			option = *a.Option
 		}
 		return fmt.Sprintf("select %s in %s", strconv.Quote(clip(option, 60)), target)
+	case "chord":
+		return fmt.Sprintf("press %s on %s", strings.Join(append(slices.Clone(a.Modifiers), a.Key), "+"), target)
+	case "drag":
+		if a.ToRef != "" {
+			to := a.ToRef
+			if l, ok := labels[a.ToRef]; ok {
+				to = l
+			}
+			return fmt.Sprintf("drag %s onto %s", target, to)
+		}
+		var dx, dy int
+		if a.DeltaX != nil && a.DeltaY != nil {
+			dx, dy = *a.DeltaX, *a.DeltaY
+		}
+		return fmt.Sprintf("drag %s by (%d, %d)", target, dx, dy)
+	case "clickAt":
+		var x, y int
+		if a.X != nil && a.Y != nil {
+			x, y = *a.X, *a.Y
+		}
+		return fmt.Sprintf("click %s at (%d, %d)", target, x, y)
 	case "scroll", "wheel":
 		var dx, dy int
 		if a.DeltaX != nil && a.DeltaY != nil {

@@ -152,6 +152,12 @@ func TestRenderAction(t *testing.T) {
 			[]string{"RECOVERY_REQUIRED: this request may already have run: check the page (observe) before trying again with a new requestId.", "Known: state reserved"}},
 		{"cancelled", browser.ActionResult{RequestID: "q7", Outcome: "cancelled", Dispatch: "notDispatched", Postcondition: "unverified", Code: wire.CodeUserStopped},
 			[]string{"Nothing was done. USER_STOPPED: the user pressed Stop"}},
+		{"covered", browser.ActionResult{RequestID: "q8", Outcome: "failed", Dispatch: "notDispatched", Postcondition: "unverified", Code: wire.CodeNotActionable,
+			CoveredBy: &browser.Cover{Tag: "div", Role: "dialog", Name: "Cookie consent", Ref: "r00000000000000c1"}},
+			[]string{"Nothing was done. NOT_ACTIONABLE", `Covered by dialog "Cookie consent" (div) [ref=r00000000000000c1]: it would get the click. Close, accept or dismiss it first`}},
+		{"covered by an overlay", browser.ActionResult{RequestID: "q9", Outcome: "failed", Dispatch: "notDispatched", Postcondition: "unverified", Code: wire.CodeNotActionable,
+			CoveredBy: &browser.Cover{Tag: "div"}},
+			[]string{"Covered by div: it would get the click."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := RenderAction(&tc.res, click, "L")
@@ -161,6 +167,28 @@ func TestRenderAction(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDescribeNewKinds: each action kind reads as what it does.
+func TestDescribeNewKinds(t *testing.T) {
+	labels := map[string]string{"r1": `button "Save"`, "r2": `listitem "Done"`}
+	for _, tc := range []struct {
+		a    browser.Action
+		want string
+	}{
+		{browser.Action{Kind: "dblclick", Ref: "r1"}, `dblclick button "Save"`},
+		{browser.Action{Kind: "hover", Ref: "r1"}, `hover button "Save"`},
+		{browser.Action{Kind: "chord", Ref: "r1", Key: "s", Modifiers: []string{"Control", "Shift"}}, `press Control+Shift+s on button "Save"`},
+		{browser.Action{Kind: "chord", Ref: "r1", Key: "o", Modifiers: []string{}}, `press o on button "Save"`},
+		{browser.Action{Kind: "drag", Ref: "r1", ToRef: "r2"}, `drag button "Save" onto listitem "Done"`},
+		{browser.Action{Kind: "drag", Ref: "r1", DeltaX: iptr(5), DeltaY: iptr(-2)}, `drag button "Save" by (5, -2)`},
+		{browser.Action{Kind: "clickAt", Ref: "r1", X: iptr(3), Y: iptr(4)}, `click button "Save" at (3, 4)`},
+		{browser.Action{Kind: "select", Ref: "r1", Value: sptr("de")}, `select the value "de" in button "Save"`},
+	} {
+		if got := describeAction(&tc.a, labels); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.a, got, tc.want)
+		}
 	}
 }
 

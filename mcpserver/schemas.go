@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // actionKinds are the action kinds browser_act offers.
-var actionKinds = []string{"click", "fill", "type", "append", "press", "check", "select", "scroll", "wheel", "navigate"}
+var actionKinds = []string{"click", "fill", "type", "append", "press", "check", "select", "scroll", "wheel", "navigate",
+	"dblclick", "hover", "chord", "drag", "clickAt"}
 
 // expectationKinds are the kinds of action.expected.
 var expectationKinds = []string{"text", "value", "url", "state"}
@@ -19,6 +21,9 @@ var namedKeys = []string{
 	"Enter", "Tab", "Escape", "Space", "Backspace", "Delete",
 	"ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown",
 }
+
+// keyPattern accepts a named key or one character (a chord's key).
+var keyPattern = "^(" + strings.Join(namedKeys, "|") + "|.)$"
 
 // inputSchema infers the schema of T, makes optional pointer fields plain
 // optional properties (the broker never takes null), and applies patch.
@@ -78,8 +83,11 @@ func annotateAction(a *jsonschema.Schema) {
 	kind := prop(a, "kind")
 	kind.Enum = enum(actionKinds)
 	kind.Description = "click; fill: replace a field's value with text; type: insert text at the caret; append: add text at the end of a field's value; " +
-		"press: press key; check: set a checkbox or switch to checked (or choose a radio button, checked:true); select: choose the option labelled option of a drop-down (select); " +
-		"scroll: scroll the page (no ref) or exactly the element ref by deltaX/deltaY; wheel: one mouse-wheel turn over the element ref; navigate: go to url"
+		"press: press key; check: set a checkbox or switch to checked (or choose a radio button, checked:true); select: choose the option of a drop-down (select) labelled option, or whose value is value; " +
+		"scroll: scroll the page (no ref) or exactly the element ref by deltaX/deltaY; wheel: one mouse-wheel turn over the element ref; navigate: go to url; " +
+		"dblclick: double-click (to edit an item, open a file); hover: move the mouse over the element (menus, tooltips); " +
+		"chord: a key with modifiers held, or one character as a key press (shortcuts: key \"f\" with modifiers [\"Control\"]); " +
+		"drag: press on ref, move onto toRef (or by deltaX/deltaY) and release; clickAt: click the point x, y of the element (a canvas, a chart, an SVG, a map)"
 	ref := prop(a, "ref")
 	ref.Description = "the element's ref, from the latest browser_observe (e.g. r0123456789abcdef); every kind but navigate needs one (scroll: omit it to scroll the page)"
 	ref.MinLength, ref.MaxLength = ptr(1), ptr(128)
@@ -87,13 +95,29 @@ func annotateAction(a *jsonschema.Schema) {
 	t.Description = "fill, type and append: the text (up to 10000 characters); a single-line field takes no line break"
 	t.MaxLength = ptr(browser.MaxActionText)
 	key := prop(a, "key")
-	key.Enum = enum(namedKeys)
-	key.Description = "press: the named key"
+	key.Pattern = keyPattern
+	key.Description = "press: a named key (" + strings.Join(namedKeys, ", ") + "); chord: a named key, or exactly one character such as \"s\", \"/\" or \"?\""
 	prop(a, "shift").Description = "press: hold Shift"
+	mods := prop(a, "modifiers")
+	mods.Description = "chord: the modifier keys to hold, e.g. [\"Control\"] or [\"Control\", \"Shift\"]; [] for a plain character. " +
+		"Shortcuts of the browser itself (Control+W, Control+T, Control+N, Control+Q, Control+L, Control+Tab, and with Meta) are refused POLICY_DENIED"
+	mods.UniqueItems, mods.MaxItems = true, ptr(len(browser.Modifiers))
+	mods.Items.Enum = enum(browser.Modifiers)
+	to := prop(a, "toRef")
+	to.Description = "drag: the ref of the element to drop on, from the same observation (both must be in view together)"
+	to.MinLength, to.MaxLength = ptr(1), ptr(128)
+	for _, c := range []string{"x", "y"} {
+		p := prop(a, c)
+		p.Description = "clickAt: CSS pixels from the element's top-left corner (" + c + " < its width/height, as the outline or a screenshot shows it)"
+		p.Minimum, p.Maximum = ptr(0.0), ptr(float64(browser.MaxPointOffset))
+	}
+	v := prop(a, "value")
+	v.Description = "select: the value attribute of the option to choose (instead of option, its label)"
+	v.MaxLength = ptr(browser.MaxOptionValue)
 	prop(a, "checked").Description = "check: true to check (choose, for a radio button), false to uncheck"
 	for _, d := range []string{"deltaX", "deltaY"} {
 		p := prop(a, d)
-		p.Description = "scroll and wheel: CSS pixels, positive to the right (deltaX) or down (deltaY); not both 0"
+		p.Description = "scroll, wheel and drag: CSS pixels, positive to the right (deltaX) or down (deltaY); not both 0"
 		p.Minimum, p.Maximum = ptr(float64(-browser.MaxScrollDelta)), ptr(float64(browser.MaxScrollDelta))
 	}
 	u := prop(a, "url")

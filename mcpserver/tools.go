@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -124,9 +125,15 @@ func (s *Server) addTools() {
 	}, s.observe)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "browser_act",
-		Title: "Click, fill, check, select, scroll or press a key",
+		Title: "Click, type, press keys, drag, select or scroll",
 		Description: "Do one thing in the leased tab, on an element ref from the latest browser_observe together with its documentEpoch: click; fill (replace a field's value); type (insert at the caret); append (add to the end of a field's value); press a named key; " +
-			"check a checkbox or switch, or choose a radio button; select an option of a drop-down by its label; scroll the page or one scrollable element; wheel over an element; navigate to a URL (or use browser_navigate). " +
+			"check a checkbox or switch, or choose a radio button; select an option of a drop-down by its label or value; scroll the page or one scrollable element; wheel over an element; navigate to a URL (or use browser_navigate); " +
+			"dblclick; hover; a key chord; drag; click at a point of an element. Examples of action: " +
+			`{"kind":"click","ref":"r…"}; {"kind":"dblclick","ref":"r…"} (edit a list item); {"kind":"hover","ref":"r…","expected":{"text":"Settings"}} (open a menu); ` +
+			`{"kind":"chord","ref":"r…","key":"f","modifiers":["Control"]} (an editor's search); {"kind":"chord","ref":"r…","key":"o","modifiers":[]} (a one-key shortcut); ` +
+			`{"kind":"drag","ref":"r…","toRef":"r…"} (reorder, drop); {"kind":"drag","ref":"r…","deltaX":120,"deltaY":0} (draw, move a slider); ` +
+			`{"kind":"clickAt","ref":"r…","x":40,"y":12} (a canvas or chart); {"kind":"select","ref":"r…","value":"de"}. ` +
+			"A click lands like a person's: on the element, anything drawn inside it, or a label that activates it; when something else covers it (a dialog, a banner), the result names it with its ref: deal with that first. " +
 			"fill, append, check and select verify the field, box or option they leave; give action.expected ({text}, {value}, {url} or {ref, state}) to have the page checked too: the result says succeeded only when it holds; without a check it says unknown (not verified). " +
 			"The result shows the outcome and the page afterwards, with fresh refs. " +
 			"requestId is optional: when absent one is generated and shown in the result. To retry an action whose result you did not get (timeout, lost connection), call again with the SAME requestId: the broker never performs one requestId twice. A new action needs a new requestId (or none).",
@@ -448,11 +455,13 @@ func withRequestID(err error, requestID string) error {
 // checks again; this only gives a clearer answer.
 func checkAction(a *browser.Action) error {
 	fields := map[string]bool{"ref": a.Ref != "", "text": a.Text != nil, "key": a.Key != "", "shift": a.Shift != nil,
-		"checked": a.Checked != nil, "deltaX": a.DeltaX != nil, "deltaY": a.DeltaY != nil, "url": a.URL != "", "option": a.Option != nil}
+		"checked": a.Checked != nil, "deltaX": a.DeltaX != nil, "deltaY": a.DeltaY != nil, "url": a.URL != "", "option": a.Option != nil,
+		"value": a.Value != nil, "modifiers": a.Modifiers != nil, "toRef": a.ToRef != "", "x": a.X != nil, "y": a.Y != nil}
 	takes := map[string][]string{
 		"click": {"ref"}, "fill": {"ref", "text"}, "type": {"ref", "text"}, "append": {"ref", "text"}, "press": {"ref", "key", "shift"},
-		"check": {"ref", "checked"}, "select": {"ref", "option"}, "scroll": {"ref", "deltaX", "deltaY"}, "wheel": {"ref", "deltaX", "deltaY"},
-		"navigate": {"url"},
+		"check": {"ref", "checked"}, "select": {"ref", "option", "value"}, "scroll": {"ref", "deltaX", "deltaY"}, "wheel": {"ref", "deltaX", "deltaY"},
+		"navigate": {"url"}, "dblclick": {"ref"}, "hover": {"ref"}, "chord": {"ref", "key", "modifiers"},
+		"drag": {"ref", "toRef", "deltaX", "deltaY"}, "clickAt": {"ref", "x", "y"},
 	}
 	allowed, ok := takes[a.Kind]
 	if !ok {
@@ -480,7 +489,31 @@ func checkAction(a *browser.Action) error {
 	case "check":
 		err = need("checked", "true to check, false to uncheck")
 	case "select":
-		err = need("option", "the label of the option")
+		if fields["option"] == fields["value"] {
+			err = fmt.Errorf("INVALID_REQUEST: select needs action.option (the option's label) or action.value (its value), not both")
+		}
+	case "chord":
+		if a.Modifiers == nil {
+			a.Modifiers = []string{} // a plain character
+		}
+		if !browser.NamedKeys[a.Key] && !(utf8.RuneCountInString(a.Key) == 1 && browser.KeyCharacter(a.Key)) {
+			err = fmt.Errorf("INVALID_REQUEST: chord needs action.key: one of %s, or one character", strings.Join(namedKeys, ", "))
+		} else if browser.NamedKeys[a.Key] && len(a.Modifiers) == 0 {
+			err = fmt.Errorf("INVALID_REQUEST: a chord of a named key needs modifiers (or use press)")
+		}
+	case "drag":
+		switch {
+		case fields["toRef"] && (fields["deltaX"] || fields["deltaY"]):
+			err = fmt.Errorf("INVALID_REQUEST: drag takes toRef or deltaX and deltaY, not both")
+		case !fields["toRef"] && (!fields["deltaX"] || !fields["deltaY"]):
+			err = fmt.Errorf("INVALID_REQUEST: drag needs action.toRef (the element to drop on) or deltaX and deltaY (CSS pixels)")
+		case !fields["toRef"] && *a.DeltaX == 0 && *a.DeltaY == 0:
+			err = fmt.Errorf("INVALID_REQUEST: drag needs deltaX or deltaY other than 0")
+		}
+	case "clickAt":
+		if err = need("x", "CSS pixels from the element's left edge"); err == nil {
+			err = need("y", "CSS pixels from the element's top edge")
+		}
 	case "scroll", "wheel":
 		if err = need("deltaX", "CSS pixels (0 for none)"); err == nil {
 			err = need("deltaY", "CSS pixels (0 for none)")

@@ -44,7 +44,23 @@ func TestCheckAction(t *testing.T) {
 		{"navigate", browser.Action{Kind: "navigate", URL: "https://a.test/"}, ""},
 		{"navigate with ref", browser.Action{Kind: "navigate", Ref: "r1", URL: "https://a.test/"}, "navigate takes url, not ref"},
 		{"navigate expecting a value", browser.Action{Kind: "navigate", URL: "https://a.test/", Expected: &browser.Expected{Value: sptr("x")}}, "navigate cannot be checked by value"},
-		{"unknown kind", browser.Action{Kind: "hover", Ref: "r1"}, "action.kind must be one of click, fill, type, append, press, check, select, scroll, wheel, navigate"},
+		{"unknown kind", browser.Action{Kind: "doubleclick", Ref: "r1"}, "action.kind must be one of click, fill, type, append, press, check, select, scroll, wheel, navigate, dblclick, hover, chord, drag, clickAt"},
+		{"select by value", browser.Action{Kind: "select", Ref: "r1", Value: sptr("")}, ""},
+		{"select by both", browser.Action{Kind: "select", Ref: "r1", Option: sptr("Blue"), Value: sptr("b")}, "not both"},
+		{"dblclick", browser.Action{Kind: "dblclick", Ref: "r1"}, ""},
+		{"hover with text", browser.Action{Kind: "hover", Ref: "r1", Text: sptr("x")}, "hover takes ref, not text"},
+		{"chord", browser.Action{Kind: "chord", Ref: "r1", Key: "f", Modifiers: []string{"Control"}}, ""},
+		{"chord of a character alone", browser.Action{Kind: "chord", Ref: "r1", Key: "o"}, ""},
+		{"chord of a named key alone", browser.Action{Kind: "chord", Ref: "r1", Key: "Enter"}, "needs modifiers (or use press)"},
+		{"chord of two characters", browser.Action{Kind: "chord", Ref: "r1", Key: "ab", Modifiers: []string{"Control"}}, "or one character"},
+		{"chord with shift", browser.Action{Kind: "chord", Ref: "r1", Key: "a", Shift: &shift}, "chord takes ref, key, modifiers, not shift"},
+		{"drag onto", browser.Action{Kind: "drag", Ref: "r1", ToRef: "r2"}, ""},
+		{"drag by", browser.Action{Kind: "drag", Ref: "r1", DeltaX: iptr(0), DeltaY: iptr(-5)}, ""},
+		{"drag nowhere", browser.Action{Kind: "drag", Ref: "r1"}, "drag needs action.toRef"},
+		{"drag both", browser.Action{Kind: "drag", Ref: "r1", ToRef: "r2", DeltaX: iptr(1), DeltaY: iptr(1)}, "not both"},
+		{"drag by nothing", browser.Action{Kind: "drag", Ref: "r1", DeltaX: iptr(0), DeltaY: iptr(0)}, "other than 0"},
+		{"clickAt", browser.Action{Kind: "clickAt", Ref: "r1", X: iptr(3), Y: iptr(4)}, ""},
+		{"clickAt without y", browser.Action{Kind: "clickAt", Ref: "r1", X: iptr(3)}, "clickAt needs action.y"},
 		{"no ref", browser.Action{Kind: "click"}, "action.ref is required"},
 		{"expected without kind", browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Text: "Clicks: 1"}}, ""},
 		{"expected blank", browser.Action{Kind: "click", Ref: "r1", Expected: &browser.Expected{Kind: "text", Text: "  "}}, "non-empty text"},
@@ -135,8 +151,11 @@ func TestSchemas(t *testing.T) {
 	if got := strs(path(t, action, "properties", "kind")["enum"]); !slices.Equal(got, actionKinds) {
 		t.Errorf("action kinds %v", got)
 	}
-	if got := strs(path(t, action, "properties", "key")["enum"]); !slices.Equal(got, namedKeys) {
-		t.Errorf("keys %v", got)
+	if got := path(t, action, "properties", "key")["pattern"]; got != keyPattern {
+		t.Errorf("key pattern %v", got)
+	}
+	if got := strs(path(t, action, "properties", "modifiers", "items")["enum"]); !slices.Equal(got, browser.Modifiers) {
+		t.Errorf("modifiers %v", got)
 	}
 	if got := strs(action["required"]); !slices.Equal(got, []string{"kind"}) {
 		t.Errorf("action required %v", got)
@@ -161,9 +180,26 @@ func TestSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := map[string]any{"leaseId": "L", "documentEpoch": "E", "action": map[string]any{"kind": "press", "ref": "r1", "key": "F5"}}
-	if rs.Validate(bad) == nil {
-		t.Error("a press of F5 validates")
+	for _, bad := range []map[string]any{
+		{"kind": "press", "ref": "r1", "key": "F5"},
+		{"kind": "chord", "ref": "r1", "key": "a", "modifiers": []any{"Ctrl"}},
+		{"kind": "chord", "ref": "r1", "key": "a", "modifiers": []any{"Alt", "Alt"}},
+		{"kind": "clickAt", "ref": "r1", "x": -1, "y": 0},
+	} {
+		if rs.Validate(map[string]any{"leaseId": "L", "documentEpoch": "E", "action": bad}) == nil {
+			t.Errorf("%v validates", bad)
+		}
+	}
+	for _, ok := range []map[string]any{
+		{"kind": "chord", "ref": "r1", "key": "s", "modifiers": []any{"Control", "Shift"}},
+		{"kind": "chord", "ref": "r1", "key": "ArrowUp", "modifiers": []any{"Alt"}},
+		{"kind": "drag", "ref": "r1", "toRef": "r2"},
+		{"kind": "clickAt", "ref": "r1", "x": 0, "y": 10000},
+		{"kind": "select", "ref": "r1", "value": "de"},
+	} {
+		if err := rs.Validate(map[string]any{"leaseId": "L", "documentEpoch": "E", "action": ok}); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
 	}
 	good := map[string]any{"leaseId": "L", "documentEpoch": "E", "action": map[string]any{"kind": "click", "ref": "r1", "expected": map[string]any{"text": "Clicks: 1"}}}
 	if err := rs.Validate(good); err != nil {

@@ -68,7 +68,7 @@ test('an MCP host drives the browser through broker mcp', { skip, timeout: 45_00
     assert.deepEqual(names, ['app_list', 'app_open', 'app_revert', 'app_save_version', 'app_source', 'app_versions', 'app_write', 'browser_act', 'browser_batch', 'browser_claim', 'browser_frames', 'browser_handoff', 'browser_list', 'browser_navigate', 'browser_observe', 'browser_read_page', 'browser_screenshot', 'terminal_interrupt', 'terminal_list', 'terminal_proposal_state', 'terminal_release_control', 'terminal_request_control', 'terminal_send_key', 'terminal_snapshot', 'terminal_type']);
     const act = tools.find((tool) => tool.name === 'browser_act');
     assert.deepEqual(act.inputSchema.required, ['leaseId', 'documentEpoch', 'action']);
-    assert.deepEqual(act.inputSchema.properties.action.properties.kind.enum, ['click', 'fill', 'type', 'append', 'press', 'check', 'select', 'scroll', 'wheel', 'navigate']);
+    assert.deepEqual(act.inputSchema.properties.action.properties.kind.enum, ['click', 'fill', 'type', 'append', 'press', 'check', 'select', 'scroll', 'wheel', 'navigate', 'dblclick', 'hover', 'chord', 'drag', 'clickAt']);
     assert.match(act.description, /SAME requestId/);
   });
 
