@@ -149,7 +149,8 @@ export const CHECKED_IS = `function (want) {
 }`;
 
 // SELECT_OPTION selects option index of a single <select> when it is still
-// labelled label (and, when value is not null, has exactly that value),
+// labelled label (and, when value is a string, has exactly that value; a
+// null argument arrives through CDP as undefined),
 // enabled and not selected, then fires input and change as a user's choice
 // does. Nothing changes when it returns a code.
 export const SELECT_OPTION = `function (index, label, value) {
@@ -158,7 +159,7 @@ export const SELECT_OPTION = `function (index, label, value) {
   if (this.localName !== 'select' || this.multiple) return 'UNSUPPORTED_CAPABILITY';
   if (disabledOf(this).disabled) return 'NOT_ACTIONABLE';
   const o = this.options[index];
-  if (!o || o.label.slice(0, ${MAX_LABEL}) !== label || (value !== null && o.value !== value) || o.selected) return 'STALE_TARGET';
+  if (!o || o.label.slice(0, ${MAX_LABEL}) !== label || (typeof value === 'string' && o.value !== value) || o.selected) return 'STALE_TARGET';
   if (o.disabled || o.matches(':disabled')) return 'NOT_ACTIONABLE';
   this.selectedIndex = index;
   this.dispatchEvent(new Event('input', { bubbles: true, composed: true }));

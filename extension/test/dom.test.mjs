@@ -89,3 +89,75 @@ test('a failed navigation to the lease origin keeps the gate: the error page is 
   t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L3', url: 'chrome-error://chromewebdata/', unreachableUrl: 'https://b.test/' } });
   assert.equal(t.ext.gates.get(1), undefined);
 });
+
+// The fixed functions run in the page; here on plain objects shaped like
+// the nodes they walk.
+import { HIT, COVER, SELECT_OPTION } from '../lib/dom.js';
+const fn = (src) => new Function(`return (${src})`)();
+
+test('HIT: the target, its pseudo-elements, what is inside it across shadow roots and slots, a label of it', () => {
+  const hit = fn(HIT);
+  const el = (localName, parentNode, extra = {}) => ({ nodeType: 1, localName, parentNode, ...extra });
+  const body = el('body', null);
+  const target = el('button', body);
+  const icon = el('span', target);
+  const relation = (node) => hit.call(node, target);
+  assert.deepEqual(relation(target), { relation: 'target', pseudo: false });
+  assert.deepEqual(relation({ element: target }), { relation: 'target', pseudo: true }); // a CSSPseudoElement
+  assert.deepEqual(relation({ element: icon }), { relation: 'inside', pseudo: true });
+  assert.deepEqual(relation(icon), { relation: 'inside', pseudo: false });
+  // Inside a shadow root of the target.
+  const root = { nodeType: 11, parentNode: null, host: target };
+  assert.equal(relation(el('i', root)).relation, 'inside');
+  // Light DOM shown through a slot in the target (which is in a shadow root).
+  const host = el('fancy-button', body);
+  const shadow = { nodeType: 11, parentNode: null, host };
+  const inner = el('button', shadow);
+  const slot = el('slot', inner);
+  const slotted = el('span', host, { assignedSlot: slot });
+  assert.equal(hit.call(slotted, inner).relation, 'inside');
+  // A label whose control is the target, from inside it or its ::before.
+  const box = el('input', body);
+  const label = el('label', body, { control: box });
+  const styled = el('span', label);
+  assert.equal(hit.call(styled, box).relation, 'label');
+  assert.equal(hit.call({ element: label }, box).relation, 'label');
+  assert.equal(hit.call(styled, target).relation, 'outside'); // it is not that label's control
+  // An overlay, a sibling, the target's ancestor.
+  assert.equal(relation(el('div', body)).relation, 'outside');
+  assert.equal(relation(body).relation, 'outside');
+});
+
+test('COVER names the nearest element a person would call something', () => {
+  const cover = fn(COVER);
+  const el = (localName, parentNode, attrs = []) => ({ nodeType: 1, localName, parentNode, hasAttribute: (a) => attrs.includes(a) });
+  const body = el('body', null);
+  const dialog = el('div', body, ['role', 'aria-label']);
+  const p = el('p', dialog);
+  assert.equal(cover.call(p), dialog);
+  assert.equal(cover.call({ element: p }), dialog);
+  const overlay = el('div', body);
+  assert.equal(cover.call(overlay), overlay);
+  const text = { nodeType: 3, parentElement: p, parentNode: p };
+  assert.equal(cover.call(text), dialog);
+  const button = el('button', overlay);
+  assert.equal(cover.call(button), button);
+});
+
+test('SELECT_OPTION checks the value only when one is given', () => {
+  const choose = fn(SELECT_OPTION);
+  const events = [];
+  const select = () => ({
+    isConnected: true, localName: 'select', multiple: false, selectedIndex: 0, inert: false,
+    matches: () => false, getAttribute: () => null, parentElement: null, assignedSlot: null, getRootNode: () => ({}),
+    options: [{ label: 'Red', value: 'r', selected: true, disabled: false, matches: () => false },
+      { label: 'Blue', value: 'b', selected: false, disabled: false, matches: () => false }],
+    dispatchEvent: (e) => events.push(e.type),
+  });
+  globalThis.Event ??= class { constructor(type) { this.type = type; } };
+  for (const [value, want] of [[undefined, ''], [null, ''], ['b', ''], ['x', 'STALE_TARGET']]) {
+    const s = select();
+    assert.equal(choose.call(s, 1, 'Blue', value), want, String(value));
+    assert.equal(s.selectedIndex, want === '' ? 1 : 0);
+  }
+});

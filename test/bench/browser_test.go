@@ -171,6 +171,11 @@ func cdpCall[P, R any](tb testing.TB, t *benchTab, cmd cdp.Command[P, R], params
 	return res
 }
 
+// rawSnapshot is the DOMSnapshot.captureSnapshot the extension takes with
+// every ax.read and ax.page, to mark what the page made clickable
+// (extension/lib/ax.js clickables), its result left as raw JSON.
+var rawSnapshot = cdp.Command[map[string]any, jsonv2.Value]{Method: "DOMSnapshot.captureSnapshot"}
+
 // rawFullAXTree is Accessibility.getFullAXTree with its result left as raw
 // JSON, to learn its size.
 var rawFullAXTree = cdp.Command[accessibility.GetFullAXTreeParams, jsonv2.Value]{Method: accessibility.CommandGetFullAXTree}
@@ -561,6 +566,13 @@ func BenchmarkBrowser(b *testing.B) {
 					raw := cdpCall(b, t, rawFullAXTree, accessibility.GetFullAXTreeParams{})
 					b.ReportMetric(float64(len(raw)), "resp-B/op")
 					b.ReportMetric(float64(nodes), "axnodes/op")
+				}},
+				path{"cdp-snapshot", func(b *testing.B) {
+					var size int
+					for range b.N {
+						size = len(cdpCall(b, t, rawSnapshot, map[string]any{"computedStyles": []string{"cursor"}}))
+					}
+					b.ReportMetric(float64(size), "resp-B/op")
 				}},
 				path{"cdp-walk", func(b *testing.B) {
 					var st walkStats
