@@ -309,7 +309,6 @@ var gaps = map[string]string{
 	"TodoMVC_vue/rename_a_todo":              todoLabel,
 	"TodoMVC_angularjs/rename_a_todo":        todoLabel,
 	"UIkit/reorder_by_dragging":              "the sortable's items are text in broker mcp's outline, with no ref (UIkit listens on the list and draws no grab cursor)",
-	"Swagger_UI/choose_a_server":             "select answers STALE_TARGET at once on any <select> since h/realwork a4b52d6 (test/TestE2ESelect fails the same way)",
 	"Ace/fold_a_section":                     "Ace's fold widget (a span with role=button in the gutter) is not in broker mcp's outline",
 }
 
