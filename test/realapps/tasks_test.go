@@ -107,9 +107,7 @@ func todoPage(framework string) string {
 	return p
 }
 
-var (
-	newTodo = on("textbox", "What needs to be done?")
-)
+var newTodo = on("textbox", "What needs to be done?")
 
 // addTodo adds a todo as a person does: type it, press Enter.
 func addTodo(title string) []step {
