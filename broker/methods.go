@@ -60,7 +60,7 @@ func brokerMethods() map[string]route {
 // turns its error into a wire error.
 func (s *Server) call(ctx context.Context, p *peer, req *rpc.Request, m route) (any, error) {
 	if m.params != nil {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(req.Params))
+		doc, err := wire.DecodeValue(req.Params) // as jsonschema.UnmarshalJSON, without its decoder
 		if err == nil {
 			err = m.params.Validate(doc)
 		}

@@ -129,18 +129,26 @@ type ActionRequest struct {
 	// Frame acts in a same-origin child frame, on a ref from that frame's
 	// observation; DocumentEpoch is then the frame's.
 	Frame *FrameSelector `json:"frame,omitempty"`
+	// Since is the cursor of the observation the client acted on (a client
+	// that lists [CapActionDelta]): the result then says what changed
+	// since, in Change, when that is smaller than the whole page.
+	Since string `json:"since,omitempty" len:"1,128"`
 }
 
 // ActionResult is the value of browser.act.
 type ActionResult struct {
-	RequestID     string          `json:"requestId"`
-	Outcome       string          `json:"outcome"`       // succeeded, failed, cancelled, unknown
-	Dispatch      string          `json:"dispatch"`      // notDispatched, dispatched, observed
-	Postcondition string          `json:"postcondition"` // passed, failed, unverified
-	Code          wire.Code       `json:"code,omitempty"`
-	Observation   *Observation    `json:"observation,omitempty"`
-	Scroll        *ScrollEvidence `json:"scroll,omitempty"`
-	Recovery      *Recovery       `json:"recovery,omitempty"`
+	RequestID     string       `json:"requestId"`
+	Outcome       string       `json:"outcome"`       // succeeded, failed, cancelled, unknown
+	Dispatch      string       `json:"dispatch"`      // notDispatched, dispatched, observed
+	Postcondition string       `json:"postcondition"` // passed, failed, unverified
+	Code          wire.Code    `json:"code,omitempty"`
+	Observation   *Observation `json:"observation,omitempty"`
+	// Change replaces Observation for a request with Since whose baseline
+	// is still known, of the same document and scope, when the delta is
+	// smaller: apply it to that observation to get the page now.
+	Change   *ObservationDelta `json:"change,omitempty"`
+	Scroll   *ScrollEvidence   `json:"scroll,omitempty"`
+	Recovery *Recovery         `json:"recovery,omitempty"`
 	// CoveredBy names what would have received the input instead of the
 	// target, when the action was refused NOT_ACTIONABLE for it (ours).
 	CoveredBy *Cover `json:"coveredBy,omitempty"`

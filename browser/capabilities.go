@@ -59,6 +59,11 @@ const (
 	// box, and refuses UNSUPPORTED_CAPABILITY where an SVG filter or a
 	// reflection could put its pixels anywhere.
 	CapCapturePaint = "broker.capture-paint-effects.v1"
+	// CapActionDelta: a client that lists it may pass since (the cursor of
+	// the observation it acted on) with browser.act, and is then answered
+	// with change, what changed since, in place of the whole observation
+	// when that is smaller.
+	CapActionDelta = "broker.action-delta.v1"
 )
 
 // Offered lists what the broker offers every peer for the browser kind
@@ -67,7 +72,7 @@ func Offered() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
 		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState,
 		CapCapturePublish, CapPageWindows, CapFrames, CapObserveFrame, CapFrameClick, CapFrameQuery, CapFrameSubtree, CapFramePage,
-		CapFrameInputClient, CapSelectOption, CapCapturePaint, CapDblclick, CapHover, CapKeyChord, CapDrag, CapClickAt}
+		CapFrameInputClient, CapSelectOption, CapCapturePaint, CapActionDelta, CapDblclick, CapHover, CapKeyChord, CapDrag, CapClickAt}
 }
 
 // Provider capabilities: what a browser provider advertises in its hello.

@@ -88,6 +88,12 @@ func (d *ObservationDelta) Apply(nodes []NodeRef, text []string) ([]NodeRef, []s
 	return out, text
 }
 
+// ControlRoles are the roles whose elements an observation shows as
+// controls (with an editable field, however it is named): the elements a
+// person acts on.
+var ControlRoles = []string{"button", "link", "textbox", "searchbox", "combobox", "checkbox", "radio", "tab",
+	"menuitem", "menuitemcheckbox", "menuitemradio", "switch", "option", "slider", "spinbutton"}
+
 // Observation budgets.
 const (
 	MaxControls     = 120

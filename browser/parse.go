@@ -249,13 +249,18 @@ func ExpectationAllowed(action, expectation string) bool {
 }
 
 func (c *checker) actionRequest(req object, field string, r *ActionRequest) error {
-	if err := c.keys(req, field, []string{"requestId", "leaseId", "documentEpoch", "action"}, []string{"timeoutMs", "frame"}); err != nil {
+	if err := c.keys(req, field, []string{"requestId", "leaseId", "documentEpoch", "action"}, []string{"timeoutMs", "frame", "since"}); err != nil {
 		return err
 	}
 	if err := c.requestIDs(req, field, &r.RequestID, &r.LeaseID, &r.DocumentEpoch); err != nil {
 		return err
 	}
 	var err error
+	if _, ok := req["since"]; ok {
+		if r.Since, err = c.str(req, field, "since", 1, 128); err != nil {
+			return err
+		}
+	}
 	if r.TimeoutMs, err = c.optInt(req, field, "timeoutMs", 1, 30_000); err != nil {
 		return err
 	}

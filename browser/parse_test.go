@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dsh-browser/broker/browser"
@@ -25,6 +26,18 @@ func TestParseActValues(t *testing.T) {
 		"action":{"kind":"check","ref":"r1","checked":false}}}`))
 	if err != nil || p.Request.Action.Checked == nil || *p.Request.Action.Checked {
 		t.Fatalf("check: %+v %v", p, err)
+	}
+}
+
+// TestParseSince: since, the cursor an action's change is measured from,
+// is 1 to 128 characters.
+func TestParseSince(t *testing.T) {
+	for n, ok := range map[int]bool{0: false, 1: true, 128: true, 129: false} {
+		since, _ := json.Marshal(strings.Repeat("c", n))
+		p, err := browser.ParseAct([]byte(`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"click","ref":"r"},"since":` + string(since) + `}}`))
+		if (err == nil) != ok || ok && len(p.Request.Since) != n {
+			t.Errorf("since of %d characters: %+v, %v", n, p, err)
+		}
 	}
 }
 
@@ -124,6 +137,7 @@ func FuzzParseParams(f *testing.F) {
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"click","ref":"r"}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"fill","ref":"r","text":"x","expected":{"kind":"value","value":"x"}}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"navigate","url":"https://a.test/"},"timeoutMs":5}}`,
+		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"click","ref":"r"},"since":"c-1"}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"wheel","ref":"r","deltaX":1,"deltaY":-2}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"press","ref":"r","key":"Tab","shift":true}}}`,
 		`{"sessionId":"s","request":{"requestId":"r","leaseId":"l","documentEpoch":"e","action":{"kind":"select","ref":"r","option":"A"},"frame":{"frameId":"f","documentEpoch":"e"}}}`,

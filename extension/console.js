@@ -55,7 +55,7 @@ let stateDue = null;
 let logDue = null;
 function changed(topics) {
   const whole = topics.includes('connection');
-  if (whole || topics.some((t) => ['clients', 'grants', 'questions'].includes(t))) {
+  if (whole || topics.some((t) => ['clients', 'grants', 'questions', 'consents'].includes(t))) {
     stateDue ??= setTimeout(() => { stateDue = null; refreshState(); }, 30);
   }
   if (whole || topics.includes('log')) {
@@ -92,6 +92,7 @@ async function refreshState() {
   renderLog();
   keepFocus(() => {
     renderQuestions(s.questions);
+    renderConsents(s.consents ?? []);
     renderAgents(s.owner?.clients ?? [], s.tabs, s.owner?.services?.browser);
   });
   // Tell a screen reader what arrived or left.
@@ -176,6 +177,25 @@ function renderQuestions(questions) {
       el('p', { id: textId, textContent: questionText(q) }),
       countdown('p', 'hint left', q.deadline, 'answer'),
       el('div', { className: 'buttons' }, deny, allow));
+  }));
+}
+
+function renderConsents(consents) {
+  const list = $('consents');
+  list.dataset.empty = 'No tab is allowed beforehand: every claim asks you.';
+  $('consents-count').textContent = consents.length ? `(${consents.length})` : '';
+  list.replaceChildren(...consents.map((c) => {
+    const forget = el('button', { type: 'button', className: 'deny', textContent: 'Forget' });
+    forget.setAttribute('aria-label', `Forget tab ${c.tabId}${c.title ? ` “${c.title}”` : ''} on ${c.origin}`);
+    forget.dataset.key = `forget-${c.tabId}`;
+    forget.onclick = async () => {
+      const r = await ask({ type: 'forget', tabId: c.tabId }).catch(() => ({ forgotten: false }));
+      announce(r.forgotten ? `Forgotten: the next claim of tab ${c.tabId} asks you.` : 'It was already forgotten.');
+    };
+    return el('li', { dataset: { tab: c.tabId } },
+      el('p', {}, `Tab ${c.tabId}${c.title ? ` “${c.title}”` : ''} on `, el('span', { className: 'origin', textContent: c.origin }),
+        `: a claim on exactly this site is granted without asking, for up to ${LEASE_MINUTES} minutes at a time.`),
+      el('div', { className: 'buttons' }, forget));
   }));
 }
 

@@ -78,6 +78,29 @@ func AppendEncoded(dst, payload []byte) ([]byte, error) {
 	return append(dst, payload...), nil
 }
 
+// Seal completes a frame built in place: frame holds [HeaderSize] reserved
+// bytes followed by a payload encoded from marshalled parts, as
+// [AppendEncoded] takes it. Seal checks the payload's length and UTF-8 as
+// AppendEncoded does and writes its length into the header, so a sender
+// that reserved the header before encoding sends the frame without
+// copying the payload again.
+func Seal(frame []byte) error {
+	if len(frame) < HeaderSize {
+		return ErrEmpty
+	}
+	payload := frame[HeaderSize:]
+	switch {
+	case len(payload) == 0:
+		return ErrEmpty
+	case len(payload) > MaxPayload:
+		return &TooLargeError{Length: uint64(len(payload))}
+	case !utf8.Valid(payload):
+		return ErrInvalidUTF8
+	}
+	binary.NativeEndian.PutUint32(frame, uint32(len(payload)))
+	return nil
+}
+
 // Append appends the frame for payload to dst after checking it with [Check].
 func Append(dst, payload []byte) ([]byte, error) {
 	if err := Check(payload); err != nil {

@@ -421,3 +421,36 @@ func TestParsedReaderLeavesJSONToTheParser(t *testing.T) {
 		t.Fatal("oversized payload framed")
 	}
 }
+
+// TestSeal: a frame built in place reads back as its payload, at the size
+// limit too; an empty, oversized or non-UTF-8 payload is refused.
+func TestSeal(t *testing.T) {
+	for _, payload := range [][]byte{[]byte(`{"a":1}`), append(append([]byte{'"'}, bytes.Repeat([]byte{'x'}, frames.MaxPayload-2)...), '"')} {
+		frame := append(make([]byte, frames.HeaderSize), payload...)
+		if err := frames.Seal(frame); err != nil {
+			t.Fatalf("Seal of %d bytes: %v", len(payload), err)
+		}
+		got, err := frames.NewReader(bytes.NewReader(frame)).Read()
+		if err != nil || !bytes.Equal(got, payload) {
+			t.Fatalf("read back %d bytes, %v; want %d", len(got), err, len(payload))
+		}
+	}
+	cases := []struct {
+		name  string
+		frame []byte
+		want  func(error) bool
+	}{
+		{"no header", []byte{1, 2}, func(err error) bool { return errors.Is(err, frames.ErrEmpty) }},
+		{"empty payload", make([]byte, frames.HeaderSize), func(err error) bool { return errors.Is(err, frames.ErrEmpty) }},
+		{"one byte past the limit", make([]byte, frames.HeaderSize+frames.MaxPayload+1), func(err error) bool {
+			_, ok := errors.AsType[*frames.TooLargeError](err)
+			return ok
+		}},
+		{"invalid UTF-8", []byte{0, 0, 0, 0, '"', 0xff, '"'}, func(err error) bool { return errors.Is(err, frames.ErrInvalidUTF8) }},
+	}
+	for _, tc := range cases {
+		if err := frames.Seal(tc.frame); !tc.want(err) {
+			t.Errorf("%s: Seal = %v", tc.name, err)
+		}
+	}
+}

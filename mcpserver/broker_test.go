@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -193,11 +194,15 @@ func TestWithBroker(t *testing.T) {
 			out, _ := h.call("browser_act", map[string]any{"leaseId": l.LeaseID, "documentEpoch": epoch(t, page), "action": action}, false)
 			return out
 		}
-		out = act(out, map[string]any{"kind": "fill", "ref": ref(t, out, "textbox", "City"), "text": "Lyon"})
-		if !strings.Contains(out, "succeeded") || !strings.Contains(out, "Done: the field holds the text.") {
+		// An action's answer says what changed: the refs of the page seen
+		// before still hold.
+		page := out
+		out = act(out, map[string]any{"kind": "fill", "ref": ref(t, page, "textbox", "City"), "text": "Lyon"})
+		if !strings.Contains(out, "succeeded") || !strings.Contains(out, "Done: the field holds the text.") ||
+			!strings.Contains(out, `~ textbox "City" [ref=`+ref(t, page, "textbox", "City")+`] value="Lyon"`) {
 			t.Fatalf("fill:\n%s", out)
 		}
-		out = act(out, map[string]any{"kind": "select", "ref": ref(t, out, "combobox", "Color"), "option": "Green", "expected": map[string]any{"value": "g"}})
+		out = act(out, map[string]any{"kind": "select", "ref": ref(t, page, "combobox", "Color"), "option": "Green", "expected": map[string]any{"value": "g"}})
 		if !strings.Contains(out, `select "Green" in `) || !strings.Contains(out, "Done: the field holds the expected value.") {
 			t.Fatalf("select:\n%s", out)
 		}
@@ -205,17 +210,17 @@ func TestWithBroker(t *testing.T) {
 		if !strings.Contains(out, "scroll of the document by (0, 200): from (0, 0) to (0, ") {
 			t.Fatalf("scroll:\n%s", out)
 		}
-		out = act(out, map[string]any{"kind": "click", "ref": ref(t, out, "button", "Send"), "expected": map[string]any{"text": "Sent: Lyon / g"}})
-		if !strings.Contains(out, "Done: the expected text is on the page.") {
+		out = act(out, map[string]any{"kind": "click", "ref": ref(t, page, "button", "Send"), "expected": map[string]any{"text": "Sent: Lyon / g"}})
+		if !strings.Contains(out, "Done: the expected text is on the page.") || !strings.Contains(out, "+ text: Sent: Lyon / g") {
 			t.Fatalf("send:\n%s", out)
 		}
 		// A checkbox, and a region read on its own.
-		out, _ = h.call("browser_navigate", map[string]any{"leaseId": l.LeaseID, "url": s.Pages.URL("/controls"), "expectedText": "Controls"}, false)
-		out = act(out, map[string]any{"kind": "check", "ref": ref(t, out, "checkbox", "Newsletter"), "checked": true})
-		if !strings.Contains(out, "Done: the control is in the requested state.") || !strings.Contains(out, `checkbox "Newsletter" [ref=`) {
+		page, _ = h.call("browser_navigate", map[string]any{"leaseId": l.LeaseID, "url": s.Pages.URL("/controls"), "expectedText": "Controls"}, false)
+		out = act(page, map[string]any{"kind": "check", "ref": ref(t, page, "checkbox", "Newsletter"), "checked": true})
+		if !strings.Contains(out, "Done: the control is in the requested state.") || !strings.Contains(out, `~ checkbox "Newsletter" [ref=`) {
 			t.Fatalf("check:\n%s", out)
 		}
-		size := regexp.MustCompile(`group "Size" \[ref=(r[0-9a-f]+)\]`).FindStringSubmatch(out)
+		size := regexp.MustCompile(`group "Size" \[ref=(r[0-9a-f]+)\]`).FindStringSubmatch(page)
 		if size == nil {
 			t.Fatalf("no Size group in:\n%s", out)
 		}
@@ -227,6 +232,55 @@ func TestWithBroker(t *testing.T) {
 		out, _ = h.call("browser_navigate", map[string]any{"leaseId": l.LeaseID, "url": "file:///etc/passwd"}, false)
 		if !strings.Contains(out, "Nothing was done. POLICY_DENIED") {
 			t.Fatalf("navigate to a file:\n%s", out)
+		}
+	})
+
+	t.Run("a click on a big page is answered in under 1 KB", func(t *testing.T) {
+		tab, _ := s.Tab(t, s.Pages.URL("/big"))
+		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
+		raw, _ := json.Marshal(res.StructuredContent)
+		var l mcpserver.ClaimOutput
+		json.Unmarshal(raw, &l)
+		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
+		page, _ := h.call("browser_observe", map[string]any{"leaseId": l.LeaseID}, false)
+		out, _ := h.call("browser_act", map[string]any{"leaseId": l.LeaseID, "documentEpoch": epoch(t, page),
+			"action": map[string]any{"kind": "click", "ref": ref(t, page, "button", "Item 3")}}, false)
+		if !strings.Contains(out, "click "+ref(t, page, "button", "Item 3")+": unknown") || !strings.Contains(out, "documentEpoch="+epoch(t, page)) ||
+			len(out) > 1024 || len(page) < 4*1024 {
+			t.Fatalf("a click on a page of %d bytes is answered in %d:\n%s", len(page), len(out), out)
+		}
+	})
+
+	t.Run("a button in a same-origin iframe: one observe, one act", func(t *testing.T) {
+		tab, _ := s.Tab(t, s.Pages.URL("/frames"))
+		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
+		raw, _ := json.Marshal(res.StructuredContent)
+		var l mcpserver.ClaimOutput
+		json.Unmarshal(raw, &l)
+		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
+		var page string
+		for range 50 { // the frames load after the page
+			if page, _ = h.call("browser_observe", map[string]any{"leaseId": l.LeaseID}, false); strings.Contains(page, "Nested button") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, want := range []string{s.Pages.Origin() + " (same origin; its refs act directly):\n  - button \"Nested button\" [ref=",
+			s.Pages.Other().Origin() + " (cross-origin: another site's content, not readable)"} {
+			if !strings.Contains(page, want) {
+				t.Fatalf("observe lacks %q:\n%s", want, page)
+			}
+		}
+		out, _ := h.call("browser_act", map[string]any{"leaseId": l.LeaseID, "documentEpoch": epoch(t, page),
+			"action": click(ref(t, page, "button", "Nested button"), "Nested clicks: 1")}, false)
+		if !strings.Contains(out, "Done: the expected text is on the page.") || !strings.Contains(out, "Nested clicks: 1") {
+			t.Fatalf("click in the frame:\n%s", out)
+		}
+		// The frame's refs still hold for the next action.
+		out, _ = h.call("browser_act", map[string]any{"leaseId": l.LeaseID, "documentEpoch": epoch(t, page),
+			"action": click(ref(t, page, "button", "Nested button"), "Nested clicks: 2")}, false)
+		if !strings.Contains(out, "Done: the expected text is on the page.") {
+			t.Fatalf("a second click in the frame:\n%s", out)
 		}
 	})
 

@@ -176,7 +176,11 @@ func RenderWindow(w *browser.PageWindow, leaseID string) string {
 
 // RenderAction renders the result of browser_act: what happened, what to do
 // about it, and the page afterwards.
-func RenderAction(res *browser.ActionResult, a *browser.Action, leaseID string) string {
+//
+// With a change (the result of an action asked with since), before is the
+// observation the agent acted on, and the answer lists what changed since
+// it instead of the whole page.
+func RenderAction(res *browser.ActionResult, a *browser.Action, leaseID string, before *browser.Observation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\n", describeAction(a, nil), statusLine(res))
 	if s := explainAction(res, a); s != "" {
@@ -192,8 +196,127 @@ func RenderAction(res *browser.ActionResult, a *browser.Action, leaseID string) 
 			e.Before.X, e.Before.Y, e.After.X, e.After.Y, map[bool]string{true: "moved", false: "did not move (nothing left to scroll that way?)"}[e.Moved])
 	}
 	fmt.Fprintf(&b, "requestId=%s\n", res.RequestID)
-	writeObservation(&b, res.Observation, leaseID)
+	if res.Change != nil && before != nil {
+		writeChange(&b, before, res.Change, leaseID)
+	} else {
+		writeObservation(&b, res.Observation, leaseID)
+	}
 	return b.String()
+}
+
+// maxChangeLines bounds the changes an action's answer lists; past it the
+// agent reads the whole page with browser_observe.
+const maxChangeLines = 30
+
+// writeChange renders what changed on the page since before, the
+// observation the agent acted on: each element that appeared (with its
+// ref), changed (with what it was) or went, and the text that appeared or
+// went. The refs the agent already has stay valid.
+//
+//	page "DSH demo" http://127.0.0.1:8080/form
+//	leaseId=L… documentEpoch=F…:L…
+//	changes since your last view:
+//	~ checkbox "Send me updates" [ref=r…] checked=true (was checked=false)
+//	+ button "Undo" [ref=r…]
+//	- gone: button "Save"
+//	+ text: Saved.
+func writeChange(b *strings.Builder, before *browser.Observation, d *browser.ObservationDelta, leaseID string) {
+	fmt.Fprintf(b, "\npage %s %s", strconv.Quote(d.Title), d.URL)
+	if d.Truncated {
+		b.WriteString("  (truncated)")
+	}
+	fmt.Fprintf(b, "\nleaseId=%s documentEpoch=%s\n", leaseID, d.DocumentEpoch)
+	was := make(map[string]*browser.NodeRef, len(before.Nodes))
+	for i := range before.Nodes {
+		was[before.Nodes[i].ID] = &before.Nodes[i]
+	}
+	var lines []string
+	if d.Title != before.Title {
+		lines = append(lines, fmt.Sprintf("~ title %s (was %s)", strconv.Quote(d.Title), strconv.Quote(before.Title)))
+	}
+	for i := range d.Nodes.Upsert {
+		n := &d.Nodes.Upsert[i]
+		var nb strings.Builder
+		writeNode(&nb, n)
+		line := strings.TrimSuffix(strings.TrimPrefix(nb.String(), "- "), "\n")
+		if old := was[n.ID]; old != nil {
+			lines = append(lines, "~ "+line+" (was "+difference(old, n)+")")
+		} else {
+			lines = append(lines, "+ "+line)
+		}
+	}
+	for _, id := range d.Nodes.Remove {
+		if old := was[id]; old != nil {
+			lines = append(lines, "- gone: "+label(old))
+		}
+	}
+	if t := d.Text; t != nil && t.Start >= 0 && t.DeleteCount >= 0 && t.Start+t.DeleteCount <= len(before.Text) {
+		for _, s := range before.Text[t.Start : t.Start+t.DeleteCount] {
+			if s = collapse(s); s != "" {
+				lines = append(lines, "- text: "+s)
+			}
+		}
+		for _, s := range t.Insert {
+			if s = collapse(s); s != "" {
+				lines = append(lines, "+ text: "+s)
+			}
+		}
+	}
+	switch {
+	case len(lines) == 0 && d.Nodes.Order != nil:
+		b.WriteString("the same elements, in another order; browser_observe shows the whole page\n")
+		return
+	case len(lines) == 0:
+		b.WriteString("nothing on the page changed since your last view (browser_observe shows the whole page)\n")
+		return
+	}
+	b.WriteString("changes since your last view (other refs still hold):\n")
+	for i, l := range lines {
+		if i == maxChangeLines {
+			fmt.Fprintf(b, "… and %d more changes: browser_observe shows the whole page\n", len(lines)-i)
+			break
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if d.Truncated {
+		b.WriteString("(truncated: the page has more than the outline holds; find an element by its exact name with browser_observe query)\n")
+	}
+}
+
+// difference says what an element was before, in the attributes that
+// changed.
+func difference(old, n *browser.NodeRef) string {
+	var was []string
+	if old.Role != n.Role {
+		was = append(was, old.Role)
+	}
+	if old.Name != n.Name {
+		was = append(was, "named "+strconv.Quote(clip(old.Name, 60)))
+	}
+	switch {
+	case old.Value == nil && n.Value != nil:
+		was = append(was, "without a value")
+	case old.Value != nil && (n.Value == nil || *old.Value != *n.Value):
+		was = append(was, "value="+strconv.Quote(clip(*old.Value, 60)))
+	}
+	if fmt.Sprint(old.Checked) != fmt.Sprint(n.Checked) {
+		if old.Checked == nil {
+			was = append(was, "not checkable")
+		} else {
+			was = append(was, fmt.Sprintf("checked=%v", old.Checked))
+		}
+	}
+	if old.Disabled != n.Disabled {
+		was = append(was, map[bool]string{true: "disabled", false: "enabled"}[old.Disabled])
+	}
+	if old.Editable != n.Editable {
+		was = append(was, map[bool]string{true: "editable", false: "not editable"}[old.Editable])
+	}
+	if len(was) == 0 {
+		return "the same"
+	}
+	return strings.Join(was, ", ")
 }
 
 // coverLine says what covered an action's target, and what to do about it.

@@ -160,7 +160,7 @@ func TestRenderAction(t *testing.T) {
 			[]string{"Covered by div: it would get the click."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := RenderAction(&tc.res, click, "L")
+			got := RenderAction(&tc.res, click, "L", nil)
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("lacks %q:\n%s", w, got)
@@ -169,6 +169,61 @@ func TestRenderAction(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderChange: an action asked with since is answered with what
+// changed, against the observation acted on: the page line, the IDs the
+// next action needs, each element added (with its ref), changed (with what
+// it was) or gone, and the text that came and went; nothing else.
+func TestRenderChange(t *testing.T) {
+	before := formObservation()
+	after := formObservation()
+	after.Cursor = "c1"
+	after.Nodes[2].Checked = true
+	after.Nodes = append(after.Nodes[:4], browser.NodeRef{ID: "r00000000000000b1", Role: "button", Name: "Undo"})
+	after.Text = []string{"DSH demo", "Your name", "Send me updates", "Greet", "Saved.", "Undo"}
+	d := browser.ObservationDelta{Format: "delta", Cursor: "c1", BaseCursor: before.Cursor, URL: after.URL, Title: after.Title, DocumentEpoch: after.DocumentEpoch,
+		Nodes: browser.NodesDelta{Upsert: []browser.NodeRef{after.Nodes[2], after.Nodes[4]}, Remove: []string{"r00000000000000a5"}},
+		Text:  &browser.TextSplice{Start: 4, DeleteCount: 2, Insert: []string{"Saved.", "Undo"}}}
+	res := browser.ActionResult{RequestID: "q1", Outcome: "succeeded", Dispatch: "observed", Postcondition: "passed", Change: &d}
+	got := RenderAction(&res, &browser.Action{Kind: "check", Ref: "r00000000000000a3", Checked: new(true)}, "L", before)
+	want := `check r00000000000000a3: succeeded (dispatch observed, postcondition passed)
+Done: the control is in the requested state.
+requestId=q1
+
+page "DSH demo" http://127.0.0.1:41234/form
+leaseId=L documentEpoch=8E1F0C2A9B7D4E3F:4C2B1A0F9E8D7C6B
+changes since your last view (other refs still hold):
+~ checkbox "Send me updates" [ref=r00000000000000a3] checked=true (was checked=false)
++ button "Undo" [ref=r00000000000000b1]
+- gone: link "Go to the counter"
+- text: Hello, Ada!
+- text: Go to the counter
++ text: Saved.
++ text: Undo
+`
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	if nodes, text := d.Apply(before.Nodes, before.Text); Outline(&browser.Observation{Nodes: nodes, Text: text}, "L") != Outline(&browser.Observation{Nodes: after.Nodes, Text: after.Text}, "L") {
+		t.Fatalf("the test's change is not the page's: %v %q", nodes, text)
+	}
+
+	// Nothing changed; then more changes than the answer lists.
+	d = browser.ObservationDelta{Cursor: "c2", BaseCursor: before.Cursor, Title: before.Title, Nodes: browser.NodesDelta{}}
+	if got := RenderAction(&res, click0, "L", before); !strings.Contains(got, "nothing on the page changed since your last view") {
+		t.Fatalf("no change:\n%s", got)
+	}
+	d.Text = &browser.TextSplice{Start: 6}
+	for i := range maxChangeLines + 5 {
+		d.Text.Insert = append(d.Text.Insert, fmt.Sprint("line ", i))
+	}
+	got = RenderAction(&res, click0, "L", before)
+	if !strings.Contains(got, "+ text: line 29\n… and 5 more changes: browser_observe shows the whole page\n") || strings.Contains(got, "line 30") {
+		t.Fatalf("past the bound:\n%s", got)
+	}
+}
+
+var click0 = &browser.Action{Kind: "click", Ref: "r00000000000000a4"}
 
 // TestDescribeNewKinds: each action kind reads as what it does.
 func TestDescribeNewKinds(t *testing.T) {

@@ -124,6 +124,12 @@ type session struct {
 type pageInfo struct {
 	title, url string
 	labels     map[string]string // ref → `button "Add one"`
+	// obs is the last whole observation, which the next action's change
+	// is measured from (nil after a read that gives no cursor).
+	obs *browser.Observation
+	// frames are the child frames read with it, kept while the page shows
+	// the same document.
+	frames []*inlineFrame
 }
 
 // approval is one browser.batch waiting for its steps' approvals.
@@ -384,16 +390,23 @@ func (s *Server) onRequest(ctx context.Context, method string, params json.RawMe
 	return map[string]bool{"allowed": s.approveStep(ctx, a, p.Index)}, nil
 }
 
-// remember records what an observation showed, for approval questions.
+// remember records what an observation showed, for approval questions and
+// as the baseline of the next action's change.
 func (se *session) remember(leaseID string, o *browser.Observation) {
 	if o == nil {
 		return
 	}
 	pi := &pageInfo{title: o.Title, url: o.URL, labels: make(map[string]string, len(o.Nodes))}
+	if o.Cursor != "" {
+		pi.obs = o
+	}
 	for i := range o.Nodes {
 		pi.labels[o.Nodes[i].ID] = label(&o.Nodes[i])
 	}
 	se.mu.Lock()
+	if old := se.pages[leaseID]; old != nil && old.obs != nil && pi.obs != nil && old.obs.DocumentEpoch == pi.obs.DocumentEpoch {
+		pi.frames = old.frames
+	}
 	if len(se.pages) >= 64 {
 		clear(se.pages) // a bound; labels are only a courtesy
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -37,7 +38,7 @@ type (
 	}
 	ActInput struct {
 		LeaseID       string                 `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
-		DocumentEpoch string                 `json:"documentEpoch" jsonschema:"the documentEpoch of the observation the ref comes from"`
+		DocumentEpoch string                 `json:"documentEpoch" jsonschema:"the documentEpoch of the observation the ref comes from (the page's, also for a ref of an iframe shown in it)"`
 		Action        browser.Action         `json:"action" jsonschema:"what to do, on which element"`
 		RequestID     string                 `json:"requestId,omitempty" jsonschema:"identifies this action; omit it for a new action (one is generated and shown in the result); pass the same one again only to retry an action whose result you did not get"`
 		TimeoutMs     *int                   `json:"timeoutMs,omitempty" jsonschema:"give up after this many milliseconds (default 10000)"`
@@ -119,6 +120,7 @@ func (s *Server) addTools() {
 		Title: "Read the page",
 		Description: "Read the leased tab as a compact outline: its controls with the ref to act on and their state (value, checked, disabled), named regions (their refs read one region with rootRef, or scroll it), and the page's text. " +
 			"The second line gives the leaseId and documentEpoch to pass to browser_act with a ref. Refs and the documentEpoch belong to this document: after a navigation, or when an action answers STALE_TARGET, observe again. " +
+			"Same-origin iframes (up to 4) follow the page, indented: their refs act directly in browser_act with the page's documentEpoch; iframes of other sites are listed as not readable. " +
 			"Long pages are cut (marked truncated): to find one element there, pass query with its exact accessible name (and role), or rootRef to read one region only (with query: search only there); to read all of it, use browser_read_page.",
 		InputSchema: inputSchema[ObserveInput](annotateObserve),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
@@ -135,7 +137,7 @@ func (s *Server) addTools() {
 			`{"kind":"clickAt","ref":"r…","x":40,"y":12} (a canvas or chart); {"kind":"select","ref":"r…","value":"de"}. ` +
 			"A click lands like a person's: on the element, anything drawn inside it, or a label that activates it; when something else covers it (a dialog, a banner), the result names it with its ref: deal with that first. " +
 			"fill, append, check and select verify the field, box or option they leave; give action.expected ({text}, {value}, {url} or {ref, state}) to have the page checked too: the result says succeeded only when it holds; without a check it says unknown (not verified). " +
-			"The result shows the outcome and the page afterwards, with fresh refs. " +
+			"The result shows the outcome and what changed on the page since you last saw it (elements that appeared with their refs, changed or went; text that came or went); refs you already have still hold. After a navigation it shows the whole new page. " +
 			"requestId is optional: when absent one is generated and shown in the result. To retry an action whose result you did not get (timeout, lost connection), call again with the SAME requestId: the broker never performs one requestId twice. A new action needs a new requestId (or none).",
 		InputSchema: inputSchema[ActInput](annotateAct),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
@@ -273,12 +275,35 @@ func (s *Server) observe(ctx context.Context, req *mcp.CallToolRequest, in Obser
 	if in.RootRef != "" {
 		params["rootRef"] = in.RootRef
 	}
+	// The whole page comes with its child frames: their list is read
+	// beside the page, then the same-origin ones.
+	whole := in.Query == nil && in.Frame == nil && in.RootRef == ""
+	var inv *browser.FrameInventory
+	var wg sync.WaitGroup
+	if whole {
+		wg.Go(func() {
+			var v browser.FrameInventory
+			if s.call(ctx, req.Session, readTimeout, "browser.frames", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, &v) == nil {
+				inv = &v
+			}
+		})
+	}
 	var o browser.Observation
-	if err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o); err != nil {
+	err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o)
+	wg.Wait()
+	if err != nil {
 		return nil, nil, err
 	}
 	se.remember(in.LeaseID, &o)
-	return text(Outline(&o, in.LeaseID)), nil, nil
+	if !whole {
+		return text(Outline(&o, in.LeaseID)), nil, nil
+	}
+	frames := s.observeFrames(ctx, req.Session, se, in.LeaseID, &o, inv)
+	se.rememberFrames(in.LeaseID, frames)
+	var b strings.Builder
+	writeOutline(&b, &o, in.LeaseID)
+	writeFrames(&b, frames)
+	return text(b.String()), nil, nil
 }
 
 func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput) (*mcp.CallToolResult, any, error) {
@@ -289,7 +314,37 @@ func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput)
 	if in.RequestID == "" {
 		in.RequestID = newRequestID()
 	}
+	// A ref of a frame read into the outline acts in that frame; the
+	// answer says what changed since the agent last saw the page (or the
+	// frame), small however big the page.
+	var before *browser.Observation
+	frameID := ""
+	if pi := se.page(in.LeaseID); pi != nil {
+		var f *inlineFrame
+		if in.Frame == nil {
+			f = pi.frameOf(in.Action.Ref, in.DocumentEpoch)
+		} else {
+			f = pi.frame(in.Frame)
+		}
+		switch {
+		case f != nil:
+			in.Frame, in.DocumentEpoch = f.selector(), f.obs.DocumentEpoch
+			before, frameID = f.obs, f.frame.ID
+		case in.Frame == nil:
+			before = pi.obs
+		}
+	}
 	r := browser.ActionRequest{RequestID: in.RequestID, LeaseID: in.LeaseID, DocumentEpoch: in.DocumentEpoch, Action: in.Action, TimeoutMs: in.TimeoutMs, Frame: in.Frame}
+	if before != nil {
+		r.Since = before.Cursor
+	}
+	remember := func(o *browser.Observation) {
+		if frameID != "" {
+			se.rememberFrame(in.LeaseID, frameID, o)
+		} else {
+			se.remember(in.LeaseID, o)
+		}
+	}
 	timeout := browser.DefaultActionTimeout
 	if in.TimeoutMs != nil {
 		timeout = time.Duration(*in.TimeoutMs) * time.Millisecond
@@ -298,8 +353,39 @@ func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput)
 	if err := s.call(ctx, req.Session, timeout+actSlack, "browser.act", map[string]any{"sessionId": se.id, "request": r}, &res); err != nil {
 		return nil, nil, withRequestID(err, in.RequestID)
 	}
-	se.remember(in.LeaseID, res.Observation)
-	return text(RenderAction(&res, &in.Action, in.LeaseID)), nil, nil
+	if res.Change != nil {
+		if now := applyChange(before, res.Change); now != nil {
+			remember(now)
+			return text(RenderAction(&res, &in.Action, in.LeaseID, before)), nil, nil
+		}
+		// Not a change of the page asked about (this broker never sends
+		// one): show the whole page instead.
+		params := map[string]any{"sessionId": se.id, "leaseId": in.LeaseID}
+		if in.Frame != nil {
+			params["frame"] = in.Frame
+		}
+		var o browser.Observation
+		if err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o); err != nil {
+			return nil, nil, withRequestID(err, in.RequestID)
+		}
+		res.Change, res.Observation = nil, &o
+	}
+	remember(res.Observation)
+	return text(RenderAction(&res, &in.Action, in.LeaseID, nil)), nil, nil
+}
+
+// applyChange is the observation a change gives from its baseline, or nil
+// when the change is not one of base.
+func applyChange(base *browser.Observation, d *browser.ObservationDelta) *browser.Observation {
+	if base == nil || d.BaseCursor != base.Cursor {
+		return nil
+	}
+	if t := d.Text; t != nil && (t.Start < 0 || t.DeleteCount < 0 || t.Start > len(base.Text)-t.DeleteCount) {
+		return nil
+	}
+	nodes, text := d.Apply(base.Nodes, base.Text)
+	return &browser.Observation{Format: "full", Cursor: d.Cursor, Tab: d.Tab, URL: d.URL, Title: d.Title,
+		DocumentEpoch: d.DocumentEpoch, Revision: d.Revision, Nodes: nodes, Text: text, Truncated: d.Truncated, Scope: d.Scope}
 }
 
 // navigate opens a URL in the leased tab: it reads the tab's current

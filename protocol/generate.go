@@ -130,6 +130,14 @@ func ExtensionModule() []byte {
 		{"LEASE_TTL_MS", ms(lease.TTL)},
 		{"HANDSHAKE_TIMEOUT_MS", ms(wire.HandshakeTimeout)},
 	})
+	object("OBSERVE", "What an observation keeps of a read (the broker's projection), which a read need not go past.", [][2]any{
+		{"MAX_CONTROLS", browser.MaxControls},
+		{"MAX_TEXT_FRAGMENTS", browser.MaxTextFragment},
+		{"MAX_TEXT_BYTES", browser.MaxTextBytes},
+		{"MAX_NODE_BYTES", browser.MaxNodeBytes},
+	})
+	data, _ = json.Marshal(browser.ControlRoles)
+	fmt.Fprintf(&b, "// Roles an observation shows as controls.\nexport const CONTROL_ROLES = Object.freeze(%s);\n\n", data)
 	codes := make([]string, len(wire.Codes))
 	for i, c := range wire.Codes {
 		codes[i] = string(c)

@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -137,6 +138,12 @@ type Conn struct {
 	// writing is held by whoever writes to rw: the writer goroutine, or
 	// push's non-blocking attempt.
 	writing sync.Mutex
+	// The state of push's non-blocking attempt, guarded by writing: the
+	// frame, how much of it went out, and writeSome bound once, so that an
+	// attempt allocates nothing.
+	tryFrame   []byte
+	tryN       int
+	tryWriteFn func(fd uintptr) bool
 
 	mu       sync.Mutex
 	buffered int                            // bytes queued in out, not yet written
@@ -150,7 +157,25 @@ type Conn struct {
 	ordered  bool   // incoming IDs must increase (OrderIncoming)
 	highest  uint64 // the highest incoming ID accepted in ordered mode
 	handlers sync.WaitGroup
+
+	// work hands a request to an idle handler goroutine (see accept); idle
+	// counts those waiting for one.
+	work chan job
+	idle atomic.Int32
 }
+
+// job is one accepted request for a handler goroutine.
+type job struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	req    *Request
+}
+
+// maxIdleHandlers is how many handler goroutines a connection keeps
+// waiting for its next request. A goroutine that already served one has
+// the stack a handler needs, where a fresh one starts small and grows
+// (copying its stack each time) as a JSON decode goes deep.
+const maxIdleHandlers = 4
 
 // New returns a connection over rw. log may be nil.
 func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Conn {
@@ -161,7 +186,7 @@ func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Con
 	if sc, ok := rw.(syscall.Conn); ok {
 		raw, _ = sc.SyscallConn()
 	}
-	return &Conn{
+	c := &Conn{
 		rw:       rw,
 		raw:      raw,
 		handler:  h,
@@ -175,7 +200,10 @@ func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Con
 		seen:     make(map[string]struct{}),
 		incoming: make(map[string]context.CancelFunc),
 		pending:  make(map[string]chan *wire.Envelope),
+		work:     make(chan job),
 	}
+	c.tryWriteFn = c.writeSome
+	return c
 }
 
 // Run reads and dispatches until the connection closes, then waits for the
@@ -347,9 +375,32 @@ func (c *Conn) accept(env *wire.Envelope) error {
 	c.handlers.Add(1)
 	c.mu.Unlock()
 
-	req := &Request{ID: env.ID, Method: env.Method, Params: env.Params}
-	go c.serve(ctx, cancel, req)
+	j := job{ctx, cancel, &Request{ID: env.ID, Method: env.Method, Params: env.Params}}
+	select {
+	case c.work <- j: // an idle handler goroutine takes it
+	default:
+		go c.handle(j)
+	}
 	return nil
+}
+
+// handle serves j, then waits for another request while fewer than
+// maxIdleHandlers others wait, until the connection closes.
+func (c *Conn) handle(j job) {
+	for {
+		c.serve(j.ctx, j.cancel, j.req)
+		if c.idle.Add(1) > maxIdleHandlers {
+			c.idle.Add(-1)
+			return
+		}
+		select {
+		case j = <-c.work:
+			c.idle.Add(-1)
+		case <-c.closed:
+			c.idle.Add(-1)
+			return
+		}
+	}
 }
 
 func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Request) {
@@ -401,13 +452,26 @@ func CodeOf(err error) wire.Code {
 	return wire.CodeInternalError
 }
 
+// encodeFrame encodes env as one frame, behind a header reserved first, so
+// that the envelope is written once and never copied.
+func encodeFrame(env *wire.Envelope) ([]byte, error) {
+	frame, err := wire.AppendEncode(make([]byte, frames.HeaderSize), env)
+	if err != nil {
+		return nil, err
+	}
+	if err := frames.Seal(frame); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}
+
 // sendReply queues a response or event. A reply too large for one frame is
 // replaced by QUEUE_FULL; a backed-up peer closes the connection.
 func (c *Conn) sendReply(env *wire.Envelope, onQueue func()) error {
-	data, err := wire.Encode(env)
-	if err == nil && len(data) > frames.MaxPayload && env.Type == wire.TypeResponse {
-		c.log.Warn("response exceeds the frame limit", "id", env.ID, "bytes", len(data))
-		data, err = wire.Encode(wire.Failure(env.ID, wire.CodeQueueFull))
+	frame, err := encodeFrame(env)
+	if tooLarge, ok := errors.AsType[*frames.TooLargeError](err); ok && env.Type == wire.TypeResponse {
+		c.log.Warn("response exceeds the frame limit", "id", env.ID, "bytes", tooLarge.Length)
+		frame, err = encodeFrame(wire.Failure(env.ID, wire.CodeQueueFull))
 	}
 	if err != nil {
 		return err
@@ -417,7 +481,7 @@ func (c *Conn) sendReply(env *wire.Envelope, onQueue func()) error {
 	if onQueue != nil {
 		onQueue()
 	}
-	if err := c.push(data); err != nil {
+	if err := c.push(frame); err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil
 		}
@@ -439,16 +503,15 @@ func (c *Conn) Notify(event string, value any) error {
 	return nil
 }
 
-// enqueue hands one encoded envelope to the writer, enforcing the output
-// budget.
-func (c *Conn) enqueue(data []byte) error {
+// enqueue hands one frame to the writer, enforcing the output budget.
+func (c *Conn) enqueue(frame []byte) error {
 	c.order.Lock()
 	defer c.order.Unlock()
-	return c.push(data)
+	return c.push(frame)
 }
 
-// push sends one envelope; c.order must be held, so frames leave in the
-// order they are pushed.
+// push sends one frame (from encodeFrame); c.order must be held, so frames
+// leave in the order they are pushed.
 //
 // When nothing is queued and the connection is a socket, push first tries
 // to write the frame itself with one non-blocking write: in the usual case
@@ -457,11 +520,7 @@ func (c *Conn) enqueue(data []byte) error {
 // of a partial write) is queued for the writer ahead of anything pushed
 // later. Queued bytes count against [Limits.MaxBuffered], so a peer that
 // stopped reading still fails a call QUEUE_FULL and never blocks a sender.
-func (c *Conn) push(data []byte) error {
-	frame, err := frames.AppendEncoded(make([]byte, 0, frames.HeaderSize+len(data)), data) // wire.Encode of marshalled parts
-	if err != nil {
-		return err
-	}
+func (c *Conn) push(frame []byte) error {
 	c.mu.Lock()
 	select {
 	case <-c.closed:
@@ -503,23 +562,28 @@ func (c *Conn) push(data []byte) error {
 }
 
 // tryWrite writes as much of frame as the socket takes without waiting,
-// and returns how much that was.
+// and returns how much that was. c.writing must be held.
 func (c *Conn) tryWrite(frame []byte) (int, error) {
-	var n int
-	err := c.raw.Write(func(fd uintptr) bool {
-		for n < len(frame) {
-			m, err := syscall.Write(int(fd), frame[n:])
-			if err == syscall.EINTR {
-				continue
-			}
-			if err == syscall.EAGAIN || m <= 0 {
-				break // full: the writer goroutine waits for room
-			}
-			n += m
-		}
-		return true // never wait here
-	})
+	c.tryFrame, c.tryN = frame, 0
+	err := c.raw.Write(c.tryWriteFn)
+	n := c.tryN
+	c.tryFrame = nil
 	return n, err
+}
+
+// writeSome is tryWrite's raw write of c.tryFrame from c.tryN.
+func (c *Conn) writeSome(fd uintptr) bool {
+	for c.tryN < len(c.tryFrame) {
+		m, err := syscall.Write(int(fd), c.tryFrame[c.tryN:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.EAGAIN || m <= 0 {
+			break // full: the writer goroutine waits for room
+		}
+		c.tryN += m
+	}
+	return true // never wait here
 }
 
 // writeLoop writes what push queued, in order: whole frames, or the tail
@@ -628,10 +692,13 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}
-	req, err := wire.Encode(wire.Request(id, method, data))
+	req, err := encodeFrame(wire.Request(id, method, data))
 	if err != nil {
 		c.order.Unlock()
 		forget()
+		if _, ok := errors.AsType[*frames.TooLargeError](err); ok {
+			return nil, wire.Err(wire.CodeQueueFull) // as a full queue: it cannot be sent now
+		}
 		return nil, err
 	}
 	err = c.push(req)
@@ -655,7 +722,7 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		return resp.Value, nil
 	case <-ctx.Done():
 		forget()
-		if cancel, err := wire.Encode(wire.Cancel(id)); err == nil {
+		if cancel, err := encodeFrame(wire.Cancel(id)); err == nil {
 			_ = c.enqueue(cancel) // best effort: the peer may already be gone
 		}
 		return nil, ctx.Err()

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -610,5 +611,100 @@ func TestSocketWritesNeverBlock(t *testing.T) {
 		if perr != nil || json.Unmarshal(env.Value, &v) != nil || v.N != i {
 			t.Fatalf("frame %d: %v %s", i, perr, data)
 		}
+	}
+}
+
+// bigHandler answers "echo" with its params and "big" with a string whose
+// response envelope is one byte over the frame limit.
+type bigHandler struct{}
+
+func (bigHandler) Handle(_ context.Context, req *rpc.Request) (any, error) {
+	if req.Method == "big" {
+		head, _ := wire.Encode(wire.Success(req.ID, json.RawMessage(`""`)))
+		return strings.Repeat("x", frames.MaxPayload+1-len(head)), nil
+	}
+	return req.Params, nil
+}
+
+func (bigHandler) Event(*wire.Envelope) {}
+
+// TestFrameLimit: a call whose request fits the frame limit exactly goes
+// through, one a byte longer fails QUEUE_FULL without harming the
+// connection, and a response past the limit is answered QUEUE_FULL.
+func TestFrameLimit(t *testing.T) {
+	a, b := socketPair(t)
+	server := rpc.New(a, bigHandler{}, rpc.Limits{}, nil)
+	client := rpc.New(b, newHandler(), rpc.Limits{}, nil)
+	for _, c := range []*rpc.Conn{server, client} {
+		go c.Run()
+		t.Cleanup(func() { c.Close(); <-c.Done() })
+	}
+	// params {"p":"xx…"} sized so that the request envelope is n bytes.
+	params := func(n int) json.RawMessage {
+		head, _ := wire.Encode(wire.Request("1", "echo", json.RawMessage(`{"p":""}`)))
+		return json.RawMessage(`{"p":"` + strings.Repeat("x", n-len(head)) + `"}`)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if got, err := client.Call(ctx, "echo", params(frames.MaxPayload)); err != nil || len(got) != len(params(frames.MaxPayload)) {
+		t.Fatalf("a request at the limit: %d bytes, %v", len(got), err)
+	}
+	// The next call's ID is "2", as long as "1".
+	if _, err := client.Call(ctx, "echo", params(frames.MaxPayload+1)); rpc.CodeOf(err) != wire.CodeQueueFull {
+		t.Fatalf("a request one byte past the limit: %v, want QUEUE_FULL", err)
+	}
+	if _, err := client.Call(ctx, "big", nil); rpc.CodeOf(err) != wire.CodeQueueFull {
+		t.Fatalf("a response past the limit: %v, want QUEUE_FULL", err)
+	}
+	if got, err := client.Call(ctx, "echo", json.RawMessage(`{"still":"open"}`)); err != nil || string(got) != `{"still":"open"}` {
+		t.Fatalf("after refusals: %s, %v", got, err)
+	}
+}
+
+// TestIdleHandlersBounded: after a burst of concurrent requests, a
+// connection keeps only a few handler goroutines waiting for the next
+// one, they serve it, and none is left once the connection closes.
+func TestIdleHandlersBounded(t *testing.T) {
+	settle := func(want func(int) bool) int {
+		deadline := time.Now().Add(5 * time.Second)
+		n := runtime.NumGoroutine()
+		for !want(n) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+			n = runtime.NumGoroutine()
+		}
+		return n
+	}
+	before := runtime.NumGoroutine()
+	h := newHandler()
+	a, b := socketPair(t)
+	c := rpc.New(a, h, rpc.Limits{}, nil)
+	go c.Run()
+	p := newRawPeer(t, b)
+	const burst = 20
+	for i := range burst {
+		p.request(strconv.Itoa(i), "wait")
+	}
+	for range burst {
+		<-h.started
+	}
+	running := runtime.NumGoroutine()
+	close(h.release)
+	for range burst {
+		if env := p.read(); !env.OK {
+			t.Fatalf("got %+v", env)
+		}
+	}
+	// Run's reader and writer, and at most 4 handlers waiting.
+	if n := settle(func(n int) bool { return n <= before+2+4 }); n > before+2+4 || running < before+burst {
+		t.Fatalf("%d goroutines while %d requests ran, %d after (before: %d)", running, burst, n, before)
+	}
+	p.request("again", "void")
+	if env := p.read(); env.ID != "again" || !env.OK {
+		t.Fatalf("after the burst: %+v", env)
+	}
+	c.Close()
+	<-c.Done()
+	if n := settle(func(n int) bool { return n <= before }); n > before {
+		t.Fatalf("%d goroutines left after close (before: %d)", n, before)
 	}
 }

@@ -41,7 +41,8 @@ func approvalOpen(t *testing.T, s *stack.Stack) bool {
 
 // TestE2EPriorConsent: the owner allows a tab from the popup; a reference
 // client's claim, with its 10-second deadline, is then granted at once,
-// exact-origin. Stop forgets the consent, and so does leaving the origin.
+// exact-origin. Stop forgets the consent, so does Forget in the owner's
+// console, and so does leaving the origin.
 func TestE2EPriorConsent(t *testing.T) {
 	t.Parallel()
 	s := stack.Start(t)
@@ -105,4 +106,17 @@ func TestE2EPriorConsent(t *testing.T) {
 	s.Browser.Navigate(t, tgt, s.Pages.Other().URL("/counter"))
 	s.Browser.Navigate(t, tgt, s.Pages.URL("/counter"))
 	asked("after leaving the origin")
+
+	// The owner's console lists a consent; Forget there takes it back. (A
+	// fresh popup: the open one still shows what it showed.)
+	s.Browser.CloseTab(t, popup)
+	popup = openPopup(t, s)
+	allow()
+	console := openConsole(t, s)
+	waitJS(t, s, console, `document.querySelectorAll('#consents > li').length === 1 && document.getElementById('consents').textContent.includes(`+jsString(s.Pages.Origin())+`)`,
+		"the consent listed in the console")
+	assertNamedControls(t, s, console)
+	s.Browser.Click(t, console, "#consents > li button")
+	waitJS(t, s, console, `document.querySelectorAll('#consents > li').length === 0`, "the consent gone from the console")
+	asked("after Forget in the console")
 }

@@ -112,3 +112,83 @@ func TestAppCommands(t *testing.T) {
 		t.Fatal("the removed app's HTML is still in the file")
 	}
 }
+
+// TestAppExportImport: a user moves their apps to another machine with
+// one exported file — without their key unless they ask, protected with a
+// passphrase read from standard input — and the other side holds agent
+// turns until the user confirms the settings that came with it.
+func TestAppExportImport(t *testing.T) {
+	t.Parallel()
+	a := testenv.StartBroker(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "habits.html")
+	os.WriteFile(file, []byte("<!doctype html><title>Habit tracker</title><p>v1</p>"), 0o600)
+	mustApp(t, a, "install", file)
+	if out, errOut, code := app(t, a, "sk-cli-export-key-123456\n", "agent", "--endpoint", "https://models.example/v1", "--model", "m"); code != 0 {
+		t.Fatalf("agent (exit %d): %s%s", code, out, errOut)
+	}
+
+	plain := filepath.Join(dir, "snug-user.snug")
+	if out := mustApp(t, a, "export", plain); !strings.Contains(out, "no secrets are in it") {
+		t.Fatalf("export: %s", out)
+	}
+	if data, _ := os.ReadFile(plain); bytes.Contains(data, []byte("sk-cli-export-key")) || !bytes.HasPrefix(data, []byte("SQLite format 3")) {
+		t.Fatal("the default export holds the key, or is not SQLite")
+	}
+	if _, errOut, code := app(t, a, "", "export", plain); code != 1 || !strings.Contains(errOut, "--force") {
+		t.Fatalf("export over an existing file (exit %d): %s", code, errOut)
+	}
+	protected := filepath.Join(dir, "protected.snug")
+	out, errOut, code := app(t, a, "a long passphrase\n", "export", protected, "--protect", "--secrets")
+	rk := regexp.MustCompile(`(?m)^\s+([A-Z2-9]{5}(-[A-Z2-9]{1,5}){5})$`).FindStringSubmatch(out)
+	if code != 0 || rk == nil || !strings.Contains(errOut, "no escrow") || !strings.Contains(out, "holds your secrets") {
+		t.Fatalf("export --protect (exit %d): %s%s", code, out, errOut)
+	}
+	if out := mustApp(t, a, "export", filepath.Join(dir, "habits.sqlite"), "--app", "habit tracker"); !strings.Contains(out, "the data of app") {
+		t.Fatalf("export --app: %s", out)
+	}
+
+	b := testenv.StartBroker(t)
+	out = mustApp(t, b, "import", plain)
+	for _, want := range []string{"imported 1 app(s)", "before-import", "paused until you confirm"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("import output lacks %q:\n%s", want, out)
+		}
+	}
+	if out := mustApp(t, b, "list"); !strings.Contains(out, "Habit tracker") {
+		t.Fatalf("list after import: %s", out)
+	}
+	if out := mustApp(t, b, "agent"); !strings.Contains(out, "https://models.example/v1") || !strings.Contains(out, "--confirm") || !strings.Contains(out, "no key") {
+		t.Fatalf("agent after import: %s", out)
+	}
+	if out := mustApp(t, b, "agent", "--confirm"); !strings.Contains(out, "confirmed") {
+		t.Fatalf("agent --confirm: %s", out)
+	}
+	if out := mustApp(t, b, "agent"); strings.Contains(out, "--confirm") {
+		t.Fatalf("still unconfirmed: %s", out)
+	}
+
+	c := testenv.StartBroker(t)
+	if _, errOut, code := app(t, c, "not it\n", "import", protected); code != 1 || !strings.Contains(errOut, "does not open") {
+		t.Fatalf("import with the wrong passphrase (exit %d): %s", code, errOut)
+	}
+	if _, errOut, code := app(t, c, "", "import", file); code != 1 || !strings.Contains(errOut, "not a Snug user file") {
+		t.Fatalf("import of an HTML file (exit %d): %s", code, errOut)
+	}
+	out = mustAppIn(t, c, strings.ToLower(rk[1])+"\n", "import", protected, "--recovery-key")
+	if !strings.Contains(out, "1 secret(s) came with the file") {
+		t.Fatalf("import with the recovery key: %s", out)
+	}
+	if out := mustApp(t, c, "agent"); !strings.Contains(out, "a key stored") {
+		t.Fatalf("agent after importing the secrets: %s", out)
+	}
+}
+
+func mustAppIn(t *testing.T, b *testenv.Broker, stdin string, args ...string) string {
+	t.Helper()
+	out, errOut, code := app(t, b, stdin, args...)
+	if code != 0 {
+		t.Fatalf("broker app %v (exit %d): %s%s", args, code, out, errOut)
+	}
+	return out
+}

@@ -22,9 +22,9 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -94,67 +94,80 @@ func nullIfEmpty(v json.RawMessage) json.RawMessage {
 // MarshalJSON encodes the envelope in its exact wire shape. It does not
 // validate; use [Encode] for that.
 func (e Envelope) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(64 + len(e.ID) + len(e.Method) + len(e.Params) + len(e.Value))
-	b.WriteString(`{"type":`)
-	writeString(&b, e.Type)
-	switch e.Type {
-	case TypeRequest:
-		b.WriteString(`,"id":`)
-		writeString(&b, e.ID)
-		b.WriteString(`,"method":`)
-		writeString(&b, e.Method)
-		b.WriteString(`,"params":`)
-		b.Write(e.Params)
-	case TypeResponse:
-		b.WriteString(`,"id":`)
-		writeString(&b, e.ID)
-		if e.OK {
-			b.WriteString(`,"ok":true,"value":`)
-			b.Write(nullIfEmpty(e.Value))
-		} else {
-			b.WriteString(`,"ok":false,"code":`)
-			writeString(&b, string(e.Code))
-		}
-	case TypeEvent:
-		b.WriteString(`,"event":`)
-		writeString(&b, e.Event)
-		b.WriteString(`,"value":`)
-		b.Write(nullIfEmpty(e.Value))
-	case TypeCancel:
-		b.WriteString(`,"id":`)
-		writeString(&b, e.ID)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return e.appendJSON(make([]byte, 0, e.sizeHint())), nil
 }
 
-// writeString writes s as a JSON string. Plain printable ASCII without
+// sizeHint is about the length of the envelope's encoding.
+func (e *Envelope) sizeHint() int {
+	return 64 + len(e.ID) + len(e.Method) + len(e.Params) + len(e.Value) + len(e.Event)
+}
+
+// appendJSON appends the envelope's wire shape to b.
+func (e *Envelope) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = appendString(b, e.Type)
+	switch e.Type {
+	case TypeRequest:
+		b = append(b, `,"id":`...)
+		b = appendString(b, e.ID)
+		b = append(b, `,"method":`...)
+		b = appendString(b, e.Method)
+		b = append(b, `,"params":`...)
+		b = append(b, e.Params...)
+	case TypeResponse:
+		b = append(b, `,"id":`...)
+		b = appendString(b, e.ID)
+		if e.OK {
+			b = append(b, `,"ok":true,"value":`...)
+			b = append(b, nullIfEmpty(e.Value)...)
+		} else {
+			b = append(b, `,"ok":false,"code":`...)
+			b = appendString(b, string(e.Code))
+		}
+	case TypeEvent:
+		b = append(b, `,"event":`...)
+		b = appendString(b, e.Event)
+		b = append(b, `,"value":`...)
+		b = append(b, nullIfEmpty(e.Value)...)
+	case TypeCancel:
+		b = append(b, `,"id":`...)
+		b = appendString(b, e.ID)
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string. Plain printable ASCII without
 // quotes or backslashes (every type, method, code and most IDs) is written
 // as is; anything else is escaped by encoding/json.
-func writeString(b *bytes.Buffer, s string) {
+func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			enc, _ := json.Marshal(s) // a string always encodes
-			b.Write(enc)
-			return
+			return append(b, enc...)
 		}
 	}
-	b.WriteByte('"')
-	b.WriteString(s)
-	b.WriteByte('"')
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // Encode validates e's typed fields and returns its JSON encoding. The raw
 // params and value are not scanned here: every envelope leaves through
-// frames.Append or frames.Write, which refuse a payload that is not valid
-// JSON, so scanning here too would only read the bytes twice.
+// frames.Append, frames.Write or frames.Seal, which refuse a payload that
+// is not valid JSON or UTF-8 as it leaves, so scanning here too would only
+// read the bytes twice.
 func Encode(e *Envelope) ([]byte, error) {
+	return AppendEncode(nil, e)
+}
+
+// AppendEncode is [Encode] appending to dst, so that a sender can encode an
+// envelope behind the frame header it reserved (frames.Seal) and send it
+// without another copy.
+func AppendEncode(dst []byte, e *Envelope) ([]byte, error) {
 	if err := e.check(); err != nil {
-		return nil, fmt.Errorf("wire: refusing to send an invalid envelope: %w", err)
+		return dst, fmt.Errorf("wire: refusing to send an invalid envelope: %w", err)
 	}
-	data, _ := e.MarshalJSON()
-	return data, nil
+	return e.appendJSON(slices.Grow(dst, e.sizeHint())), nil
 }
 
 // check validates the typed fields of an envelope built in Go.
@@ -189,8 +202,8 @@ func (e *Envelope) check() error {
 // ParseEnvelope decodes and validates one envelope. The error is a
 // *ValidationError naming the offending field.
 func ParseEnvelope(data []byte) (*Envelope, error) {
-	obj, err := decodeObject(data, "")
-	if err != nil {
+	obj := make(object, 8) // an envelope has at most 5 members: on the stack
+	if err := decodeObjectInto(data, "", obj); err != nil {
 		return nil, err
 	}
 	typ, err := stringField(obj, "type")

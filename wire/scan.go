@@ -20,13 +20,22 @@ const maxDepth = 10000
 // It accepts exactly what encoding/json accepts; a key given twice keeps
 // its last value, as decoding into a map does.
 func splitObject(data []byte) (object, error) {
+	obj := make(object, 4)
+	if err := splitObjectInto(data, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// splitObjectInto is splitObject into an empty map of the caller's, which
+// may then live on the caller's stack.
+func splitObjectInto(data []byte, obj object) error {
 	s := scanner{data: data}
 	s.space()
 	if s.i >= len(s.data) || s.data[s.i] != '{' {
-		return nil, errSyntax
+		return errSyntax
 	}
 	s.i++
-	obj := make(object, 4)
 	s.space()
 	if s.peek() == '}' {
 		s.i++
@@ -35,21 +44,21 @@ func splitObject(data []byte) (object, error) {
 			s.space()
 			start := s.i
 			if err := s.string(); err != nil {
-				return nil, err
+				return err
 			}
 			key, err := unquote(s.data[start:s.i])
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s.space()
 			if s.peek() != ':' {
-				return nil, errSyntax
+				return errSyntax
 			}
 			s.i++
 			s.space()
 			vstart := s.i
 			if err := s.value(1); err != nil {
-				return nil, err
+				return err
 			}
 			obj[key] = s.data[vstart:s.i:s.i]
 			s.space()
@@ -60,16 +69,16 @@ func splitObject(data []byte) (object, error) {
 			case '}':
 				s.i++
 			default:
-				return nil, errSyntax
+				return errSyntax
 			}
 			break
 		}
 	}
 	s.space()
 	if s.i != len(s.data) {
-		return nil, errSyntax
+		return errSyntax
 	}
-	return obj, nil
+	return nil
 }
 
 // unquote decodes a JSON string's text. Plain ASCII without escapes (every
@@ -286,4 +295,123 @@ func (s *scanner) number() error {
 		}
 	}
 	return nil
+}
+
+// DecodeValue decodes one JSON value into the generic form that a JSON
+// Schema validator takes, exactly as a json.Decoder with UseNumber does
+// (which is what jsonschema.UnmarshalJSON runs): objects as map[string]any
+// (a repeated key keeps its last value), arrays as []any, numbers as
+// json.Number, strings with invalid UTF-8 and lone surrogates made U+FFFD,
+// true, false and nil. It is one validating pass of the scanner above,
+// without a decoder or reflection; anything but exactly one value, with
+// white space around it, is an error.
+func DecodeValue(data []byte) (any, error) {
+	s := scanner{data: data}
+	s.space()
+	v, err := s.decode(0)
+	if err != nil {
+		return nil, err
+	}
+	s.space()
+	if s.i != len(s.data) {
+		return nil, errSyntax
+	}
+	return v, nil
+}
+
+// decode decodes the value at s.i; depth is how many arrays and objects
+// enclose it.
+func (s *scanner) decode(depth int) (any, error) {
+	start := s.i
+	switch c := s.peek(); {
+	case c == '"':
+		if err := s.string(); err != nil {
+			return nil, err
+		}
+		return unquote(s.data[start:s.i])
+	case c == '{' || c == '[':
+		if depth+1 > maxDepth {
+			return nil, errSyntax
+		}
+		return s.decodeComposite(depth + 1)
+	case c == '-' || c >= '0' && c <= '9':
+		if err := s.number(); err != nil {
+			return nil, err
+		}
+		return json.Number(s.data[start:s.i]), nil
+	case c == 't':
+		return true, s.literal("true")
+	case c == 'f':
+		return false, s.literal("false")
+	case c == 'n':
+		return nil, s.literal("null")
+	}
+	return nil, errSyntax
+}
+
+// decodeComposite decodes the object or array at s.i, the depth-th level
+// of nesting.
+func (s *scanner) decodeComposite(depth int) (any, error) {
+	isObject := s.data[s.i] == '{'
+	close := byte(']')
+	var obj map[string]any
+	var arr []any
+	if isObject {
+		close = '}'
+		obj = make(map[string]any)
+	} else {
+		arr = []any{}
+	}
+	s.i++
+	s.space()
+	if s.peek() == close {
+		s.i++
+		if isObject {
+			return obj, nil
+		}
+		return arr, nil
+	}
+	for {
+		s.space()
+		var key string
+		if isObject {
+			start := s.i
+			if err := s.string(); err != nil {
+				return nil, err
+			}
+			k, err := unquote(s.data[start:s.i])
+			if err != nil {
+				return nil, err
+			}
+			key = k
+			s.space()
+			if s.peek() != ':' {
+				return nil, errSyntax
+			}
+			s.i++
+			s.space()
+		}
+		v, err := s.decode(depth)
+		if err != nil {
+			return nil, err
+		}
+		if isObject {
+			obj[key] = v
+		} else {
+			arr = append(arr, v)
+		}
+		s.space()
+		switch s.peek() {
+		case ',':
+			s.i++
+		case close:
+			s.i++
+			if isObject {
+				return obj, nil
+			}
+			return arr, nil
+		default:
+			return nil, errSyntax
+		}
+	}
 }

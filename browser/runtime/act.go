@@ -34,11 +34,18 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 		// press there are ours, for clients that ask for them.
 		return nil, invalid()
 	}
+	if req.Since != "" && !c.Capable(browser.CapActionDelta) {
+		return nil, invalid() // ours, for clients that ask for it
+	}
 	timeout := browser.DefaultActionTimeout
 	if req.TimeoutMs != nil {
 		timeout = time.Duration(*req.TimeoutMs) * time.Millisecond
 	}
-	idt := r.identify(c, in.SessionID, req.RequestID, req)
+	// since says how to answer, not what to do: a retry that names
+	// another baseline is the same action.
+	what := req
+	what.Since = ""
+	idt := r.identify(c, in.SessionID, req.RequestID, what)
 	owner := lease.Owner{Conn: c.ConnID(), Session: in.SessionID}
 	f, retry, err := r.begin(ctx, idt, owner, req.LeaseID)
 	if f == nil {
@@ -54,8 +61,26 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 	r.finish(idt, f, req.LeaseID, res, err)
 	if res != nil {
 		r.publish(owner, req.LeaseID, res.Observation)
+		if req.Since != "" && res.Observation != nil {
+			res = r.changeSince(owner, req.LeaseID, req.Since, res)
+		}
 	}
 	return res, err
+}
+
+// changeSince answers a result with what changed since the observation the
+// client acted on, when that is smaller than the page; else with the whole
+// observation, saying why no delta could be given. The retained result
+// keeps the whole observation: a retry may come from a client without the
+// baseline.
+func (r *Runtime) changeSince(owner lease.Owner, leaseID, cursor string, res *browser.ActionResult) *browser.ActionResult {
+	out := *res
+	obs := *res.Observation
+	out.Observation = &obs
+	if d, ok := since(r.baseline(owner, leaseID, cursor), &obs).(*browser.ObservationDelta); ok {
+		out.Observation, out.Change = nil, d
+	}
+	return &out
 }
 
 // actDurable runs an action under the journal: intent is durable before the

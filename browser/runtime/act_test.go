@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -516,4 +517,71 @@ func TestActJournalFaults(t *testing.T) {
 		t.Fatalf("an unavailable journal: %+v after %d inputs", res, k.inputs())
 	}
 	k.observe("s", k.lease.ID)
+}
+
+// TestActChangeSince: a client that lists broker.action-delta.v1 and names
+// the observation it acted on gets what changed since, which applied to
+// that observation gives the page now; a cursor the runtime no longer
+// knows gets the whole page and why; a client that did not ask cannot.
+func TestActChangeSince(t *testing.T) {
+	t.Parallel()
+	a := newActOn(t, Config{})
+	for i := range 30 { // a page big enough that one change is worth a delta
+		a.p.page.edit(func(pg *fakePage) {
+			pg.add(fmt.Sprint("b", i), "2", axNode{BackendNodeID: int64(100 + i), Role: "button", Name: fmt.Sprint("Item ", i)})
+		})
+	}
+	a.obs = a.observe("s", a.lease.ID)
+	a.p.on(browser.ProviderInputClick, func(any) (any, error) {
+		a.p.page.say("Hello, Ada!")
+		return map[string]bool{"dispatched": true}, nil
+	})
+	click := func(id, since string) (browser.ActionResult, error) {
+		req := a.request(id, map[string]any{"kind": "click", "ref": a.ref("button", "Greet")})
+		if since != "" {
+			req["since"] = since
+		}
+		return invoke[browser.ActionResult](t, a.r.Act, a.c, map[string]any{"sessionId": "s", "request": req})
+	}
+
+	if _, err := click("unasked", a.obs.Cursor); rpc.CodeOf(err) != wire.CodeInvalidRequest {
+		t.Fatalf("since from a client that did not list the capability: %v", err)
+	}
+	if a.p.count(browser.ProviderInputClick) != 0 {
+		t.Fatal("a refused request clicked")
+	}
+
+	a.c.caps = []string{browser.CapActionDelta}
+	res, err := click("delta", a.obs.Cursor)
+	if err != nil || res.Outcome != "unknown" || res.Dispatch != "observed" || res.Observation != nil || res.Change == nil {
+		t.Fatalf("click since the observation acted on: %+v, %v", res, err)
+	}
+	nodes, text := res.Change.Apply(a.obs.Nodes, a.obs.Text)
+	now := a.observe("s", a.lease.ID)
+	if fmt.Sprint(nodes) != fmt.Sprint(now.Nodes) || fmt.Sprint(text) != fmt.Sprint(now.Text) || !slices.Contains(text, "Hello, Ada!") {
+		t.Fatalf("the change applied to the observation gives\n%v %q\nthe page is\n%v %q", nodes, text, now.Nodes, now.Text)
+	}
+	if res.Change.BaseCursor != a.obs.Cursor || res.Change.Cursor == "" {
+		t.Fatalf("change cursors %s -> %s, acted on %s", res.Change.BaseCursor, res.Change.Cursor, a.obs.Cursor)
+	}
+	// The change's cursor is a baseline too: the next observe may ask since.
+	if d := must[map[string]any](t, a.r.Observe, a.c, map[string]any{"sessionId": "s", "leaseId": a.lease.ID, "cursor": res.Change.Cursor}); d["resyncRequired"] != false {
+		t.Fatalf("observe since the change's cursor: %v", d)
+	}
+	full, _ := json.Marshal(now)
+	delta, _ := json.Marshal(res.Change)
+	if len(delta)*4 > len(full) {
+		t.Errorf("one new line of text: a change of %d bytes against a page of %d", len(delta), len(full))
+	}
+
+	res, err = click("unknown", "c-unknown")
+	if err != nil || res.Change != nil || res.Observation == nil || !res.Observation.ResyncRequired || res.Observation.ResyncReason != "cursor-unavailable" {
+		t.Fatalf("since a cursor the runtime does not know: %+v, %v", res, err)
+	}
+	// A retry gets the result kept for it, whole, whatever baseline it
+	// names: since is not part of what the action is.
+	res, err = click("delta", res.Observation.Cursor)
+	if err != nil || res.Observation == nil || a.p.count(browser.ProviderInputClick) != 2 {
+		t.Fatalf("retry: %+v, %v (%d clicks)", res, err, a.p.count(browser.ProviderInputClick))
+	}
 }

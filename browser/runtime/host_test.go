@@ -705,6 +705,7 @@ type fakeClient struct {
 	conn       uint64
 	label      string
 	journalKey string
+	caps       []string // what its hello listed
 
 	mu      sync.Mutex
 	events  []clientEvent
@@ -721,10 +722,10 @@ func newFakeClient(conn uint64) *fakeClient {
 	return &fakeClient{conn: conn, label: fmt.Sprintf("agent (pid %d)", 1000+conn)}
 }
 
-func (c *fakeClient) ConnID() uint64      { return c.conn }
-func (c *fakeClient) Label() string       { return c.label }
-func (c *fakeClient) Capable(string) bool { return false }
-func (c *fakeClient) JournalKey() string  { return c.journalKey }
+func (c *fakeClient) ConnID() uint64          { return c.conn }
+func (c *fakeClient) Label() string           { return c.label }
+func (c *fakeClient) Capable(cap string) bool { return slices.Contains(c.caps, cap) }
+func (c *fakeClient) JournalKey() string      { return c.journalKey }
 func (c *fakeClient) Notify(event string, value any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

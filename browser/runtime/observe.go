@@ -11,11 +11,13 @@ import (
 	"github.com/dsh-browser/broker/wire"
 )
 
-var controlRoles = map[string]bool{
-	"button": true, "link": true, "textbox": true, "searchbox": true, "combobox": true,
-	"checkbox": true, "radio": true, "tab": true, "menuitem": true, "menuitemcheckbox": true,
-	"menuitemradio": true, "switch": true, "option": true, "slider": true, "spinbutton": true,
-}
+var controlRoles = func() map[string]bool {
+	m := make(map[string]bool, len(browser.ControlRoles))
+	for _, r := range browser.ControlRoles {
+		m[r] = true
+	}
+	return m
+}()
 
 var regionRoles = map[string]bool{
 	"region": true, "form": true, "group": true, "dialog": true, "alertdialog": true,

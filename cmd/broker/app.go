@@ -22,9 +22,11 @@ import (
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/snug/agent"
 	"github.com/dsh-browser/broker/snug/apps"
+	"github.com/dsh-browser/broker/snug/conn"
 	"github.com/dsh-browser/broker/snug/contract"
 	"github.com/dsh-browser/broker/snug/hub"
 	"github.com/dsh-browser/broker/snug/samples"
+	"github.com/dsh-browser/broker/snug/userfile"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -35,7 +37,9 @@ browser, keep their data in the broker (STATE/user.snug) and think through
 the agent you choose. APP is an app's id or its name.
 
   broker app install FILE.html [--name NAME] [--contract FILE.json]
-  broker app install --sample notebook  a bundled sample app
+  broker app install --sample notebook|tasks
+                                      a bundled sample app (tasks proposes its
+                                      connection too)
   broker app list
   broker app open APP                 show it in a browser tab
   broker app update APP FILE.html     save a new version (open tabs reload)
@@ -51,7 +55,25 @@ the agent you choose. APP is an app's id or its name.
   broker app agent --mcp [--mcp-host NAME]
                                       your MCP host, through sampling on a
                                       'broker mcp' connection
-  broker app agent --none             no agent (apps still store data)`
+  broker app agent --none             no agent (apps still store data)
+  broker app agent --confirm          confirm agent settings that came with an imported file
+  broker app export FILE [--secrets] [--protect] [--force]
+                                      all your apps and data in one file to move to
+                                      another machine; secrets (agent keys, connection
+                                      credentials) only with --secrets; --protect asks
+                                      for a passphrase on standard input (never argv)
+  broker app export FILE --app APP    one app's database, as a standalone SQLite file
+  broker app import FILE [--recovery-key]
+                                      replace your apps and data with an exported file
+                                      (a protected one asks for its passphrase, or its
+                                      recovery key); what it holds is checked, and the
+                                      agent settings in it wait for your confirmation
+  broker app connections APP          the APIs the app may use with your credentials
+  broker app connections APP --show SLOT | --declare FILE.json | --revoke SLOT
+  broker app connections APP --credential SLOT.FIELD
+                                      store a credential, read from standard
+                                      input (never argv); approve connections in
+                                      the app's tab (Connections)`
 
 func runApp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -73,6 +95,10 @@ func runApp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		"source":   appSource,
 		"remove":   appRemove,
 		"agent":    appAgent,
+		"export":   appExport,
+		"import":   appImport,
+
+		"connections": appConnections,
 	}[sub]
 	if !ok {
 		fmt.Fprintf(stderr, "broker app: unknown command %q\n\nUsage: broker %s\n", sub, appSynopsis)
@@ -173,7 +199,7 @@ func (a *appCmd) call(method string, params, out any) int {
 func (a *appCmd) explain(method string, err error) string {
 	code := rpc.CodeOf(err)
 	switch {
-	case code == wire.CodeStaleTarget:
+	case code == wire.CodeStaleTarget && method != apps.MethodAgentConfirm:
 		return "no such app or version ('broker app list', 'broker app versions APP')"
 	case code == wire.CodeAmbiguousTarget:
 		return "several apps have that name: use the app's id ('broker app list')"
@@ -183,8 +209,18 @@ func (a *appCmd) explain(method string, err error) string {
 		return "the Snug user database is unavailable: 'broker status --json' says why"
 	case code == wire.CodePolicyDenied && method == apps.MethodAgentSet:
 		return "the endpoint was refused: use https, or plain http only to this machine"
+	case code == wire.CodePolicyDenied && strings.HasPrefix(method, "snug.connection"):
+		return "the connection's state does not allow that: it is revoked (proposals for it are refused), or not approved ('broker app connections APP')"
+	case code == wire.CodeQueueFull && method == apps.MethodConnectionDeclare:
+		return fmt.Sprintf("the app has %d connections, the most it may have (revoked ones count)", conn.MaxSlotsPerApp)
+	case code == wire.CodeInvalidRequest && strings.HasPrefix(method, "snug.connection"):
+		return "the broker refused it: check the requirement, the slot and the field ('broker app connections APP --show SLOT')"
 	case code == wire.CodeQueueFull:
 		return "the Snug user database is full (64 MiB)"
+	case code == wire.CodeStaleTarget && method == apps.MethodAgentConfirm:
+		return "the agent settings changed since they were shown: check them again with 'broker app agent'"
+	case code == wire.CodeInvalidRequest && method == apps.MethodExport:
+		return "the broker could not write the file there (does it exist already? use --force to replace it)"
 	case code == wire.CodeInvalidRequest:
 		return "the broker refused the request as invalid"
 	case code != "":
@@ -225,7 +261,7 @@ func (a *appCmd) readContract(path string) (string, int) {
 func appInstall(a *appCmd) int {
 	name := a.fs.String("name", "", "the app's name (default: the HTML's <title>)")
 	contractFile := a.fs.String("contract", "", "a runtime contract (JSON, Snug Part IV §18.1) for its turns")
-	sample := a.fs.String("sample", "", "install a bundled sample instead of a file: notebook")
+	sample := a.fs.String("sample", "", "install a bundled sample instead of a file: notebook or tasks")
 	pos, code, ok := a.parse(0, 1)
 	if !ok {
 		return code
@@ -234,7 +270,7 @@ func appInstall(a *appCmd) int {
 	switch {
 	case *sample != "" && len(pos) == 0:
 		if html, ok = samples.All[*sample]; !ok {
-			return a.fail("no sample %q; the samples are: notebook", *sample)
+			return a.fail("no sample %q; the samples are: notebook, tasks", *sample)
 		}
 		pos = []string{*sample}
 	case *sample == "" && len(pos) == 1:
@@ -257,6 +293,15 @@ func appInstall(a *appCmd) int {
 		return code
 	}
 	fmt.Fprintf(a.stdout, "installed %q as %s (version 1)\nopen it with: broker app open %s\n", s.App.DisplayName, s.App.ID, s.App.ID)
+	if *sample == "tasks" {
+		// The sample's connection, proposed on your behalf: nothing is
+		// granted until you approve it in the app's tab.
+		var c apps.Connection
+		if code := a.call(apps.MethodConnectionDeclare, apps.DeclareParams{App: s.App.ID, Requirement: samples.TasksConnection}, &c); code != 0 {
+			return code
+		}
+		fmt.Fprintf(a.stdout, "it proposes a connection to %s (%s); connect it in the app's tab (Connections)\n", c.Provider, strings.Join(c.Ceiling, " "))
+	}
 	return 0
 }
 
@@ -418,8 +463,28 @@ func appAgent(a *appCmd) int {
 	useMCP := a.fs.Bool("mcp", false, "answer app turns through your MCP host's sampling ('broker mcp')")
 	mcpHost := a.fs.String("mcp-host", "", "with --mcp: the MCP host's name (default: the latest that offered sampling)")
 	none := a.fs.Bool("none", false, "no agent: app turns are refused, storage works")
+	confirm := a.fs.Bool("confirm", false, "confirm the agent settings that came with an imported file, as 'broker app agent' shows them")
 	if _, code, ok := a.parse(0, 0); !ok {
 		return code
+	}
+	if *confirm {
+		if *endpoint != "" || *useMCP || *none {
+			return a.fail("--confirm takes no other choice")
+		}
+		var ag apps.Agent
+		if code := a.call(apps.MethodAgentGet, apps.AppsParams{}, &ag); code != 0 {
+			return code
+		}
+		if !ag.Unconfirmed {
+			a.printAgent(ag)
+			return 0
+		}
+		if code := a.call(apps.MethodAgentConfirm, apps.AgentConfirmParams{Provider: ag.Provider, Endpoint: ag.Endpoint, Model: ag.Model, MCPHost: ag.MCPHost}, &ag); code != 0 {
+			return code
+		}
+		fmt.Fprint(a.stdout, "confirmed: ")
+		a.printAgent(ag)
+		return 0
 	}
 	var p apps.AgentSetParams
 	switch {
@@ -474,6 +539,9 @@ func (a *appCmd) printAgent(ag apps.Agent) {
 	default:
 		fmt.Fprintln(a.stdout, "no agent: apps store data, and their agent requests are refused")
 	}
+	if ag.Unconfirmed && ag.Provider != apps.AgentNone {
+		fmt.Fprintln(a.stdout, "these settings came with an imported file: app turns wait until you confirm them with 'broker app agent --confirm'\n(or choose again with 'broker app agent --endpoint URL --model M')")
+	}
 }
 
 func orNone(s []string) string {
@@ -486,9 +554,16 @@ func orNone(s []string) string {
 // readKey reads the API key: hidden, after a prompt, from a terminal; the
 // first line otherwise. An empty key means the endpoint needs none.
 func readKey(stdin io.Reader, stderr io.Writer, endpoint string) (string, error) {
+	return readSecret(stdin, stderr, fmt.Sprintf("API key for %s (input hidden; empty for none): ", endpoint))
+}
+
+// readSecret reads one secret line: hidden, after prompt, from a terminal;
+// the first line of standard input otherwise (a secret never comes from
+// argv, where other users' ps can see it).
+func readSecret(stdin io.Reader, stderr io.Writer, prompt string) (string, error) {
 	if f, ok := stdin.(*os.File); ok {
 		if old, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-			fmt.Fprintf(stderr, "API key for %s (input hidden; empty for none): ", endpoint)
+			fmt.Fprint(stderr, prompt)
 			hidden := *old
 			hidden.Lflag &^= unix.ECHO
 			unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, &hidden)
@@ -503,4 +578,137 @@ func readKey(stdin io.Reader, stderr io.Writer, endpoint string) (string, error)
 		return "", err
 	}
 	return strings.TrimSpace(line), nil
+}
+
+func appExport(a *appCmd) int {
+	secrets := a.fs.Bool("secrets", false, "include your secrets (agent keys, connection credentials); by default none leaves this machine")
+	protect := a.fs.Bool("protect", false, "protect the file with a passphrase, read from standard input")
+	force := a.fs.Bool("force", false, "replace FILE if it exists")
+	appRef := a.fs.String("app", "", "export only this app's database, as a standalone SQLite file")
+	pos, code, ok := a.parse(1, 1)
+	if !ok {
+		return code
+	}
+	if *appRef != "" && (*secrets || *protect) {
+		return a.fail("--app exports one app's data only: no --secrets, no --protect")
+	}
+	path, err := filepath.Abs(pos[0])
+	if err != nil {
+		return a.fail("%v", err)
+	}
+	if _, err := os.Stat(path); err == nil && !*force {
+		return a.fail("%s exists; use --force to replace it", path)
+	}
+	p := apps.ExportParams{Path: path, App: *appRef, Secrets: *secrets, Overwrite: *force}
+	if *protect {
+		fmt.Fprintln(a.stderr, "The file will be encrypted with a passphrase only you hold, and a recovery key shown once.\n"+
+			"If you lose both, the data in the file is gone: there is no escrow and no reset.")
+		pass, err := readSecret(a.stdin, a.stderr, "Passphrase (input hidden): ")
+		if err != nil {
+			return a.fail("cannot read the passphrase: %v", err)
+		}
+		if pass == "" {
+			return a.fail("an empty passphrase protects nothing")
+		}
+		if isTerminal(a.stdin) {
+			again, err := readSecret(a.stdin, a.stderr, "The passphrase again: ")
+			if err != nil || again != pass {
+				return a.fail("the passphrases differ")
+			}
+		}
+		p.Passphrase = pass
+	}
+	var out apps.Exported
+	if code := a.call(apps.MethodExport, p, &out); code != 0 {
+		return code
+	}
+	what := "all your apps and data"
+	if out.App != "" {
+		what = "the data of app " + out.App
+	}
+	fmt.Fprintf(a.stdout, "exported %s to %s (%d bytes)\n", what, out.Path, out.Bytes)
+	switch {
+	case out.App != "":
+	case out.Secrets:
+		fmt.Fprintln(a.stdout, "the file holds your secrets (agent keys, connection credentials): keep it as safe as they are")
+	default:
+		fmt.Fprintln(a.stdout, "no secrets are in it (add --secrets to carry them); agent keys and connection credentials stay here")
+	}
+	if out.Protected {
+		fmt.Fprintf(a.stdout, "it is protected with your passphrase. Its recovery key opens it too — write it down now, it is shown only once:\n\n    %s\n\n", out.RecoveryKey)
+	}
+	return 0
+}
+
+func appImport(a *appCmd) int {
+	useRecovery := a.fs.Bool("recovery-key", false, "open a protected file with its recovery key instead of its passphrase")
+	pos, code, ok := a.parse(1, 1)
+	if !ok {
+		return code
+	}
+	path, err := filepath.Abs(pos[0])
+	if err != nil {
+		return a.fail("%v", err)
+	}
+	head := make([]byte, 16)
+	f, err := os.Open(path)
+	if err != nil {
+		return a.fail("%v", err)
+	}
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	p := apps.ImportParams{Path: path}
+	if userfile.Detect(head[:n]) == userfile.Protected {
+		if *useRecovery {
+			p.RecoveryKey, err = readSecret(a.stdin, a.stderr, "Recovery key: ")
+		} else {
+			p.Passphrase, err = readSecret(a.stdin, a.stderr, "Passphrase of "+filepath.Base(path)+" (input hidden): ")
+		}
+		if err != nil {
+			return a.fail("cannot read the secret: %v", err)
+		}
+	}
+	var rep apps.Imported
+	if code := a.call(apps.MethodImport, p, &rep); code != 0 {
+		return code
+	}
+	switch rep.Status {
+	case apps.ImportDone:
+	case apps.ImportLocked:
+		return a.fail("the passphrase (or recovery key) does not open %s; nothing was changed", path)
+	case apps.ImportCorrupt:
+		return a.fail("%s is a protected file that is damaged (%s); nothing was changed", path, rep.Detail)
+	case apps.ImportUnsupported:
+		return a.fail("%s comes from a newer version of Snug: upgrade the broker to import it; nothing was changed", path)
+	case apps.ImportNotUserFile:
+		return a.fail("%s is not a Snug user file (%s); nothing was changed", path, rep.Detail)
+	case apps.ImportTooLarge:
+		return a.fail("%s is larger than a user file can be (64 MiB); nothing was changed", path)
+	default:
+		return a.fail("cannot import %s: %s (%s); nothing was changed", path, rep.Status, rep.Detail)
+	}
+	fmt.Fprintf(a.stdout, "imported %d app(s) from %s\n", rep.Apps, path)
+	fmt.Fprintf(a.stdout, "what you had before is kept in %s\n", rep.Backup)
+	if rep.ContractsDropped > 0 {
+		fmt.Fprintf(a.stdout, "%d runtime contract(s) in the file were not used: a contract shapes the model's instructions, and the file is not trusted to set them; those versions run on generic instructions\n", rep.ContractsDropped)
+	}
+	c := rep.Connections
+	if c.Restored > 0 {
+		fmt.Fprintf(a.stdout, "%d connection(s) keep the approval you gave them here\n", c.Restored)
+	}
+	if c.Declared > 0 {
+		fmt.Fprintf(a.stdout, "%d connection(s) need your review and approval again before an app may use them\n", c.Declared)
+	}
+	if len(c.Dropped) > 0 {
+		fmt.Fprintf(a.stdout, "%d connection(s) could not be used and were left out:\n", len(c.Dropped))
+		for _, d := range c.Dropped {
+			fmt.Fprintf(a.stdout, "  %s\n", d)
+		}
+	}
+	if rep.SecretsImported > 0 {
+		fmt.Fprintf(a.stdout, "%d secret(s) came with the file\n", rep.SecretsImported)
+	}
+	fmt.Fprintln(a.stdout, "agent turns are paused until you confirm the agent settings that came with the file:\n"+
+		"  broker app agent            (shows them)\n  broker app agent --confirm  (confirms them)")
+	return 0
 }

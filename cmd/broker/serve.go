@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-browser/broker/browser/runtime"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/service"
+	"github.com/dsh-browser/broker/snug/conn"
 	"github.com/dsh-browser/broker/snug/hub"
 	"github.com/dsh-browser/broker/term/agentsock"
 	"github.com/dsh-browser/broker/term/termsvc"
@@ -60,7 +61,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		SocketPath: paths.Socket(*socket, rd),
 		Services: []service.Register{
 			runtime.Register(runtime.Config{Personal: *access == browser.AccessPersonal, AllowOrigins: allow}),
-			hub.Register(hub.Config{StateDir: sd}),
+			hub.Register(hub.Config{StateDir: sd, Requirements: conn.CheckImported}),
 			termsvc.Register(termsvc.Config{Socket: agentsock.Config{SocketPath: paths.AgentSocket(*agentSocket, rd)}}),
 		},
 		Admission:      *admission,

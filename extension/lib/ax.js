@@ -2,11 +2,23 @@
 // fetches and trims AX nodes; projection into observations is the broker's.
 import { CodeError, fail, orFail } from './errors.js';
 import { MAX_VALUE_BYTES } from './transport.js';
-import { LIMITS } from './protocol.js';
+import { CONTROL_ROLES, LIMITS, OBSERVE } from './protocol.js';
 
 export const BUDGET = { nodes: 2048, calls: 512, depth: 64, bytes: 1 << 20 };
 const MAX_MATCHES = 128;
-const PREFETCH = 8; // child fetches in flight ahead of the walk
+
+// READ tunes how a document is read. Through chrome.debugger, a call costs
+// about a millisecond and every byte of its answer costs too (AX nodes are
+// large: a whole tree is about 400 bytes a node). A small document is read
+// with one Accessibility.getFullAXTree: one call instead of one per node
+// with children. The size is Performance.getMetrics' Nodes, the DOM nodes
+// of the renderer process (never fewer than the document's); a document
+// of more than bulkMaxNodes, or one whose size is unknown, is walked,
+// which skips inline text boxes and stops at the budgets. prefetch is how
+// many child fetches the walk keeps in flight ahead of itself.
+// BENCHMARKS.md ("Reading the page") has the crossover; benchmarks change
+// these to compare the two ways.
+export const READ = { bulkMaxNodes: 1000, prefetch: 8 };
 const PROPS = ['disabled', 'focusable', 'focused', 'editable', 'checked', 'expanded', 'hidden', 'required'];
 const utf8 = new TextEncoder();
 
@@ -155,14 +167,68 @@ class Reader {
 // frame whose document's clickable elements are marked (clickables).
 export async function read(send, page, backendNodeId, frameId, clickFrame = frameId) {
   const r = new Reader(send, page);
-  if (clickFrame !== undefined) {
-    r.calls++;
-    r.clickable = await clickables(send, clickFrame);
-  }
-  const w = new Walk(r, { frameId });
-  const root = await w.root(backendNodeId);
+  // The clickable elements and the document's size are asked at once.
+  if (clickFrame !== undefined) r.calls++;
+  const [clickable, bulk] = await Promise.all([
+    clickFrame !== undefined ? clickables(send, clickFrame) : undefined,
+    backendNodeId === undefined ? small(r) : false,
+  ]);
+  if (clickable) r.clickable = clickable;
+  const w = new Walk(r, { frameId, kept: new Kept() });
+  const root = bulk ? await w.all() : await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
   return r.result();
+}
+
+// Kept counts what the broker's projection (browser/runtime/observe.go)
+// keeps of a read, as it counts, so that a read stops once the projection
+// could show no more: at MAX_CONTROLS controls and MAX_TEXT_FRAGMENTS text
+// fragments. The projection also skips elements and text past its byte
+// budgets, and would then keep fewer than these counts say: so the counts
+// are trusted only while the bytes of every node that could be shown stay
+// within those budgets (an upper bound of what the projection spends),
+// and a read past them is not stopped early. Named regions are not waited
+// for: a page of that many controls and fragments rarely has its landmarks
+// after them, and the call budget gave them up anyway.
+const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/; // Go's unicode.IsSpace
+const controlRoles = new Set(CONTROL_ROLES);
+class Kept {
+  controls = 0;
+  texts = 0;
+  textBytes = 0; // every non-blank fragment's
+  nodeBytes = 0; // every named or control node's, as the projection sizes an element
+
+  // add counts a node the read returns; false once the projection is full.
+  add(n) {
+    if (n.props?.hidden === true) return true;
+    const blank = BLANK.test(n.name);
+    if (n.role === 'StaticText') {
+      if (!blank) {
+        this.texts++;
+        this.textBytes += utf8.encode(n.name).length;
+      }
+    } else {
+      const control = controlRoles.has(n.role) || (n.props?.focusable === true && !!n.props?.editable) || n.props?.clickable === true;
+      if (control || !blank) this.nodeBytes += utf8.encode(n.name).length + 64 + utf8.encode(n.value ?? '').length;
+      if (control && n.backendNodeId > 0 && n.name.length <= LIMITS.MAX_NAME_LENGTH) this.controls++;
+    }
+    return !(this.controls >= OBSERVE.MAX_CONTROLS && this.texts >= OBSERVE.MAX_TEXT_FRAGMENTS &&
+      this.textBytes <= OBSERVE.MAX_TEXT_BYTES && this.nodeBytes <= OBSERVE.MAX_NODE_BYTES);
+  }
+}
+
+// small reports whether the document is small enough to be read in one
+// call (READ.bulkMaxNodes); a size it cannot learn is not small.
+async function small(r) {
+  if (!(READ.bulkMaxNodes > 0)) return false;
+  try {
+    const { metrics } = await r.call('Performance.getMetrics');
+    const nodes = metrics?.find((m) => m.name === 'Nodes')?.value;
+    return Number.isFinite(nodes) && nodes <= READ.bulkMaxNodes;
+  } catch (e) {
+    if (e instanceof CodeError) throw e; // the gate, or a cancel
+    return false;
+  }
 }
 
 // WINDOW is the budget of one page window (ax.page).
@@ -218,8 +284,9 @@ export async function readWindow(send, page, { backendNodeId, after, maxNodes, f
 // entries of the walk, a few at a time: the walk stays depth-first, but its
 // CDP round trips overlap.
 class Walk {
-  constructor(r, { window = false, maxNodes = Infinity, match, frameId } = {}) {
+  constructor(r, { window = false, maxNodes = Infinity, match, frameId, kept } = {}) {
     this.r = r;
+    this.kept = kept; // a read the projection bounds (Kept)
     // frameId: the (in-process) child frame whose document is walked, else
     // the main frame's.
     this.frame = frameId === undefined ? {} : { frameId };
@@ -234,6 +301,17 @@ class Walk {
 
   learn(nodes) {
     nodes?.forEach((n) => this.known.set(n.nodeId, n));
+  }
+
+  // all makes the whole tree of the document known with one
+  // getFullAXTree, so that the walk over it needs no other call, and
+  // returns its root.
+  async all() {
+    const { nodes } = await orFail(this.r.call('Accessibility.getFullAXTree', { ...this.frame }), 'STALE_TARGET');
+    const root = nodes?.find((n) => n.parentId === undefined) ?? nodes?.[0];
+    if (!root) fail('STALE_TARGET');
+    this.learn(nodes);
+    return root;
   }
 
   async root(backendNodeId) {
@@ -324,6 +402,10 @@ class Walk {
             continue;
           }
           returned++;
+          if (this.kept && !this.kept.add(r.nodes.at(-1))) {
+            r.truncated = true; // the projection is full: the rest could not be shown
+            break;
+          }
         }
         this.last = id;
         if (secret) continue; // a password field's inner text is its value
@@ -350,7 +432,7 @@ class Walk {
       }
       if (this.needsKids(n, depth)) {
         const own = this.fetchKids(n.nodeId);
-        for (let j = stack.length - 1; j >= 0 && j >= stack.length - PREFETCH; j--) {
+        for (let j = stack.length - 1; j >= 0 && j >= stack.length - READ.prefetch; j--) {
           const next = this.known.get(stack[j].id);
           if (next && this.needsKids(next, stack[j].depth)) this.fetchKids(next.nodeId);
         }

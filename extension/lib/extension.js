@@ -52,7 +52,7 @@ export function createExtension(chrome, {
   encodeImage = encodeJpeg, // the Node tests pass a recorder: they have no canvas
 } = {}) {
   const identity = browserIdentity(navigator);
-  const consents = createConsents();
+  const consents = createConsents({ onChange: () => owner.changed(['consents']) });
   const approvals = createApprovals({ chrome, timers, uuid, now, onChange: () => owner.changed(['questions']) });
   const gates = createGates({ chrome, timers, now, emit: (conn, event, value) => transport.emit(conn, event, value) });
   const transport = createTransport({
@@ -71,7 +71,7 @@ export function createExtension(chrome, {
     onEvent: (event, value) => owner.changed(Array.isArray(value?.topics) ? value.topics.filter((t) => typeof t === 'string') : []),
     onStatus: () => owner.changed(['connection']),
   });
-  const owner = createOwner({ chrome, transport, approvals, gates });
+  const owner = createOwner({ chrome, transport, approvals, gates, consents });
 
   const getTab = (tabId) => orFail(chrome.tabs.get(tabId), 'STALE_TARGET');
 
@@ -115,6 +115,7 @@ export function createExtension(chrome, {
         await send('Page.enable');
         await send('DOM.enable');
         await send('Accessibility.enable');
+        await send('Performance.enable'); // the document's size, for the read (ax.js)
         const { frameTree } = await send('Page.getFrameTree');
         if (!gates.setMainFrame(gate, frameTree.frame)) fail('POLICY_DENIED');
         // queryAXTree never answers on a hidden tab.

@@ -13,8 +13,8 @@ export const CONSOLE_PAGE = 'console.html';
 export const CONSOLE_PORT = 'console';
 
 // createOwner wires the console; approvals is approval.js's, gates is
-// gate.js's, transport is transport.js's.
-export function createOwner({ chrome, transport, approvals, gates }) {
+// gate.js's, consents is consent.js's, transport is transport.js's.
+export function createOwner({ chrome, transport, approvals, gates, consents }) {
   const ports = new Set();
 
   function push(msg) {
@@ -39,6 +39,10 @@ export function createOwner({ chrome, transport, approvals, gates }) {
     }
     return out;
   }
+
+  // allowed lists the tabs the owner allowed beforehand, titled.
+  const allowed = () => Promise.all(consents.list().map(async (c) =>
+    ({ ...c, title: (await chrome.tabs.get(c.tabId).catch(() => ({}))).title ?? '' })));
 
   const string = (v, max) => typeof v === 'string' && v.length <= max;
   const count = (v) => Number.isSafeInteger(v) && v > 0;
@@ -69,19 +73,23 @@ export function createOwner({ chrome, transport, approvals, gates }) {
       } catch (e) {
         code = e instanceof CodeError ? e.code : 'INTERNAL_ERROR';
       }
-      return { connection: transport.status(), owner, code, questions: approvals.list(), tabs: await titles() };
+      return { connection: transport.status(), owner, code, questions: approvals.list(), consents: await allowed(), tabs: await titles() };
     },
     log: (msg) => transport.call(OWNER.LOG, logQuery(msg.query ?? {})),
     // stop ends one agent's leases (conn), or every lease: here at once,
-    // even with the broker out of reach, and at the broker.
+    // even with the broker out of reach, and at the broker. Stopping
+    // everyone forgets every consent too, as the popup's Stop does.
     async stop(msg) {
       if (msg.conn === undefined) {
         gates.stopAll();
+        consents.clear();
         return transport.call(OWNER.STOP, {}).catch(() => ({ stopped: 0 }));
       }
       if (!count(msg.conn)) fail('INVALID_REQUEST');
       return transport.call(OWNER.STOP, { conn: msg.conn });
     },
+    // forget withdraws the owner's consent for one tab: its next claim asks.
+    forget: (msg) => ({ forgotten: Number.isSafeInteger(msg.tabId) && consents.forget(msg.tabId) }),
     answer: (msg) => ({ answered: string(msg.req, 128) && approvals.answer(msg.req, msg.allow === true) }),
   };
 
@@ -126,7 +134,7 @@ export function createOwner({ chrome, transport, approvals, gates }) {
     onConnect,
     open,
     // changed tells the consoles what changed: the broker's topics,
-    // "questions", or "connection".
+    // "questions", "consents", or "connection".
     changed: (topics) => push({ type: 'changed', topics }),
   };
 }

@@ -88,5 +88,16 @@ export const LIMITS = Object.freeze({
   HANDSHAKE_TIMEOUT_MS: 3000,
 });
 
+// What an observation keeps of a read (the broker's projection), which a read need not go past.
+export const OBSERVE = Object.freeze({
+  MAX_CONTROLS: 120,
+  MAX_TEXT_FRAGMENTS: 240,
+  MAX_TEXT_BYTES: 32768,
+  MAX_NODE_BYTES: 40960,
+});
+
+// Roles an observation shows as controls.
+export const CONTROL_ROLES = Object.freeze(["button","link","textbox","searchbox","combobox","checkbox","radio","tab","menuitem","menuitemcheckbox","menuitemradio","switch","option","slider","spinbutton"]);
+
 // The error-code registry.
 export const CODES = Object.freeze(["INVALID_REQUEST","POLICY_DENIED","LEASE_BUSY","LEASE_REVOKED","USER_STOPPED","CANCELLED","DEADLINE_EXCEEDED","QUEUE_FULL","CONNECTION_LOST","PROTOCOL_MISMATCH","STALE_TARGET","AMBIGUOUS_TARGET","NOT_ACTIONABLE","UNSUPPORTED_CAPABILITY","NAVIGATION_FAILED","VISION_UNAVAILABLE","REQUEST_ID_CONFLICT","JOURNAL_FULL","JOURNAL_UNAVAILABLE","RECOVERY_REQUIRED","BROKER_BUSY","BROKER_STATE_UNSAFE","INSTALLATION_BUSY","INSTALLATION_FAILED","INTERNAL_ERROR","ADMISSION_PENDING","ADMISSION_DENIED"]);

@@ -21,20 +21,36 @@ export const SNUG = Object.freeze({
   EVENT_LOAD: 'snug.load',
   EVENT_DETACH: 'snug.detach',
   EVENT_RESET_AGENT: 'snug.resetAgent',
+  EVENT_CHAT: 'snug.chat',
   CALL_OPEN_TAB: 'snug.openTab',
   CALL_DELIVER: 'snug.deliver',
+  CALL_CONFIRM: 'snug.confirm',
+  CONNECTIONS: 'snug.connections',
+  APPROVE: 'snug.connection.approve',
+  REAPPROVE: 'snug.connection.reapprove',
+  REVOKE: 'snug.connection.revoke',
+  AUTHORIZE: 'snug.connection.authorize',
+  COMPLETE: 'snug.connection.complete',
+  CONFIRM_NET: 'net',
+  CONFIRM_OPEN_URL: 'openUrl',
   ADMISSION_REQUEST: 'admission.request',
   PIECE_HTML: 'html',
   PIECE_FRAME: 'frame',
   PIECE_APP: 'app',
   PIECE_CLOSED: 'closed',
+  PIECE_CHAT: 'chat',
   MAX_PIECE_BYTES: 393216,
   MAX_RELAY_BYTES: 9437184,
   MAX_RUNNERS: 32,
+  MAX_CHAT_CHARS: 4000,
   RUNNER_PORT: 'snug-runner',
   RUNNER_PAGE: 'snug/runner.html',
   CDN_ALLOWLIST: Object.freeze(['cdn.jsdelivr.net', 'cdnjs.cloudflare.com', 'unpkg.com']),
 });
+
+// What a runner page may ask the broker, for its own app: the connect
+// flow. The worker names the runner; the page cannot name another.
+const PAGE_CALLS = new Set([SNUG.CONNECTIONS, SNUG.APPROVE, SNUG.REAPPROVE, SNUG.REVOKE, SNUG.AUTHORIZE, SNUG.COMPLETE]);
 
 const WELCOME_TIMEOUT_MS = 3000;
 const CALL_TIMEOUT_MS = 15000;
@@ -109,11 +125,34 @@ export function createAssembler(maxBytes) {
   };
 }
 
+const CHAT_OPS = ['send', 'approve', 'decline', 'revert'];
+const CHAT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+// chatEvent checks what a runner page's chat panel sent and returns the
+// EVENT_CHAT value for runner, or null: an operation of the panel, a
+// message of 1 to MAX_CHAT_CHARS characters, ids of a few safe characters,
+// a version number. The hub decides everything else.
+export function chatEvent(runner, msg) {
+  if (!CHAT_OPS.includes(msg?.op)) return null;
+  const v = { runner, op: msg.op };
+  switch (msg.op) {
+    case 'send':
+      if (!CHAT_ID.test(msg.id ?? '') || typeof msg.text !== 'string' || msg.text.trim() === '' || msg.text.length > SNUG.MAX_CHAT_CHARS) return null;
+      return { ...v, id: msg.id, text: msg.text };
+    case 'approve':
+    case 'decline':
+      return CHAT_ID.test(msg.proposal ?? '') ? { ...v, proposal: msg.proposal } : null;
+    case 'revert':
+      return Number.isSafeInteger(msg.version) && msg.version > 0 ? { ...v, version: msg.version } : null;
+  }
+  return null;
+}
+
 // createSnug wires the snug port and the runner tabs around an injected
 // chrome. askOwner(params, signal) answers the broker's admission question
 // (the same window the browser side shows).
 export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.randomUUID(), askOwner, identity } = {}) {
-  const runners = new Map(); // runner id -> {id, port, app, seq, assembleIn, walled}
+  const runners = new Map(); // runner id -> {id, port, app, seq, assembleIn, walled, questions}
   // Walls of an earlier worker's runner tabs go first: those pages lost
   // their ports with it, and wall again when reloaded.
   const swept = chrome.declarativeNetRequest.getSessionRules()
@@ -254,8 +293,45 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
       case SNUG.ADMISSION_REQUEST:
         if (!askOwner) throw new Error('INVALID_REQUEST');
         return askOwner(params, new AbortController().signal);
+      case SNUG.CALL_CONFIRM:
+        return confirm(params);
     }
     throw new Error('INVALID_REQUEST');
+  }
+
+  // confirm puts the owner's question in the runner tab's host chrome and
+  // waits for the user's click there. A tab that is gone, or closes first,
+  // answers no.
+  function confirm(q) {
+    const no = q?.kind === SNUG.CONFIRM_OPEN_URL ? { status: 'declined' } : { allowed: false };
+    const r = runners.get(q?.runner);
+    if (!r || (q.kind !== SNUG.CONFIRM_NET && q.kind !== SNUG.CONFIRM_OPEN_URL) || typeof q.url !== 'string') return no;
+    const id = uuid();
+    return new Promise((resolve) => {
+      r.questions.set(id, { resolve, no, kind: q.kind });
+      tell(r, { type: 'confirm', id, ask: q });
+    });
+  }
+
+  function answer(r, msg) {
+    const q = r.questions.get(msg.id);
+    if (!q) return;
+    r.questions.delete(msg.id);
+    const res = msg.result;
+    if (q.kind === SNUG.CONFIRM_NET) return q.resolve({ allowed: res?.allowed === true });
+    q.resolve({ status: res?.status === 'opened' ? 'opened' : 'declined' });
+  }
+
+  // pageCall runs one connect-flow request of a runner page, for its own
+  // runner, and answers the page.
+  async function pageCall(r, msg) {
+    const reply = (v) => tell(r, { type: 'result', id: msg.id, ...v });
+    if (!PAGE_CALLS.has(msg.method) || typeof msg.params !== 'object' || msg.params === null) return reply({ ok: false, code: 'INVALID_REQUEST' });
+    try {
+      reply({ ok: true, value: await call(msg.method, { ...msg.params, runner: r.id }) });
+    } catch (e) {
+      reply({ ok: false, code: e.message });
+    }
   }
 
   // deliver applies one piece from the hub to its runner tab.
@@ -273,6 +349,7 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
       case SNUG.PIECE_HTML: return tell(r, { type: 'html', html: text });
       case SNUG.PIECE_FRAME: return tell(r, { type: 'frame', text });
       case SNUG.PIECE_APP: return tell(r, { type: 'app', display: JSON.parse(text) });
+      case SNUG.PIECE_CHAT: return tell(r, { type: 'chat', item: JSON.parse(text) });
     }
   }
 
@@ -322,11 +399,14 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
       return port.disconnect();
     }
     const tabId = port.sender.tab?.id;
-    const r = { id: uuid(), port, app: null, seq: 0, assembleIn: createAssembler(SNUG.MAX_RELAY_BYTES), walled: wall(tabId) };
+    const r = { id: uuid(), port, app: null, seq: 0, assembleIn: createAssembler(SNUG.MAX_RELAY_BYTES), walled: wall(tabId),
+      questions: new Map() };
     r.walled.catch(() => {}); // attach reports it
     runners.set(r.id, r);
     port.onDisconnect.addListener(() => {
       runners.delete(r.id);
+      for (const q of r.questions.values()) q.resolve(q.no);
+      r.questions.clear();
       emit(SNUG.EVENT_DETACH, { runner: r.id });
       unwall(tabId);
     });
@@ -343,6 +423,15 @@ export function createSnug(chrome, { timers = globalThis, uuid = () => crypto.ra
         return emit(SNUG.EVENT_LOAD, { runner: r.id });
       case 'resetAgent':
         return emit(SNUG.EVENT_RESET_AGENT, { runner: r.id });
+      case 'confirmed':
+        return answer(r, msg);
+      case 'call':
+        return pageCall(r, msg);
+      case 'chat': {
+        const v = chatEvent(r.id, msg);
+        if (v) emit(SNUG.EVENT_CHAT, v);
+        return;
+      }
       case 'frame': {
         if (typeof msg.text !== 'string') return;
         const bytes = utf8.encode(msg.text);

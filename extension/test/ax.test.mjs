@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup } from './fake-chrome.mjs';
-import { BUDGET } from '../lib/ax.js';
+import { BUDGET, READ } from '../lib/ax.js';
 
 // tree serves nodes {nodeId, childIds, ...} the way Chromium does: getChildAXNodes
 // answers a node's children.
@@ -15,6 +15,16 @@ function serve(t, nodes) {
     if (!n) throw new Error('No node found for given backend id');
     return { nodes: [n] };
   });
+}
+
+// serveBulk serves nodes for getFullAXTree too (each with its parentId, as
+// Chromium gives them), and a document of domNodes DOM nodes to
+// Performance.getMetrics.
+function serveBulk(t, nodes, domNodes) {
+  serve(t, nodes);
+  const parents = new Map(nodes.flatMap((n) => (n.childIds ?? []).map((c) => [c, n.nodeId])));
+  t.chrome.cdp.set('Accessibility.getFullAXTree', () => ({ nodes: nodes.map((n) => (parents.has(n.nodeId) ? { ...n, parentId: parents.get(n.nodeId) } : n)) }));
+  t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Documents', value: 1 }, { name: 'Nodes', value: domNodes }] }));
 }
 
 const node = (nodeId, role, name, extra = {}) => ({
@@ -305,4 +315,158 @@ test('a read marks the elements clickable by the page\'s own doing, from one DOM
   const again = await t.read();
   assert.equal(again.ok, true);
   assert.equal(again.value.nodes.filter((n) => n.props.clickable).length, 0);
+});
+
+// trees are AX trees of every shape the walk handles: ignored nodes, inline
+// text boxes, props, a password field and its inner text, and a child it
+// must fetch because the whole tree does not list it.
+const trees = () => {
+  const editable = [{ name: 'editable', value: { type: 'token', value: 'plaintext' } }];
+  return {
+    mixed: [
+      node('1', 'RootWebArea', 'A', { childIds: ['2', '5', '6'], backendDOMNodeId: 1 }),
+      { nodeId: '2', ignored: true, role: { value: 'none' }, childIds: ['3', '4'] },
+      node('3', 'button', 'Save', { backendDOMNodeId: 30, properties: [{ name: 'focusable', value: { type: 'booleanOrUndefined', value: true } }] }),
+      node('4', 'StaticText', 'hello', { childIds: ['-9'] }),
+      node('-9', 'InlineTextBox', 'hello'),
+      node('5', 'checkbox', 'Agree', { properties: [{ name: 'checked', value: { type: 'tristate', value: 'mixed' } }] }),
+      node('6', 'textbox', 'Password', { backendDOMNodeId: 60, value: { value: 'hunter2' }, properties: editable, childIds: ['7'] }),
+      node('7', 'StaticText', 'hunter2'),
+    ],
+    wide: [node('1', 'list', 'L', { childIds: Array.from({ length: 300 }, (_, i) => `k${i}`) }),
+      ...Array.from({ length: 300 }, (_, i) => node(`k${i}`, 'listitem', `${i}`, { childIds: [`t${i}`] })),
+      ...Array.from({ length: 300 }, (_, i) => node(`t${i}`, 'StaticText', `item ${i}`))],
+    deep: Array.from({ length: 100 }, (_, i) => node(`${i}`, 'group', `${i}`, i < 99 ? { childIds: [`${i + 1}`] } : {})),
+  };
+};
+
+test('a small document is read with one getFullAXTree, and reads as the walk does', async () => {
+  for (const [name, nodes] of Object.entries(trees())) {
+    const t = await granted();
+    t.chrome.cdp.set('DOM.describeNode', () => ({ node: { nodeName: 'INPUT', attributes: ['type', 'password'] } }));
+    serve(t, nodes);
+    const walked = (await t.read()).value;
+    assert.equal(t.calls('Accessibility.getFullAXTree'), 0, name);
+    const before = t.chrome.commands.length;
+    serveBulk(t, nodes, READ.bulkMaxNodes);
+    const bulk = (await t.read()).value;
+    assert.deepEqual(bulk, walked, name);
+    const calls = t.chrome.commands.slice(before).map((c) => c.method).filter((m) => m !== 'Page.getFrameTree' && m !== 'DOM.describeNode');
+    // The clickable elements' snapshot, the size, the tree: nothing else.
+    assert.deepEqual(calls, ['DOMSnapshot.captureSnapshot', 'Performance.getMetrics', 'Accessibility.getFullAXTree'], name);
+  }
+});
+
+test('a document past the bulk size, or of unknown size, is walked', async () => {
+  const nodes = trees().mixed;
+  const t = await granted();
+  t.chrome.cdp.set('DOM.describeNode', () => ({ node: { nodeName: 'INPUT', attributes: ['type', 'password'] } }));
+  serveBulk(t, nodes, READ.bulkMaxNodes + 1);
+  const walked = (await t.read()).value;
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 0);
+  assert.ok(t.calls('Accessibility.getChildAXNodes') > 0);
+  t.chrome.cdp.set('Performance.getMetrics', () => { throw new Error('Performance agent is not enabled'); });
+  assert.deepEqual((await t.read()).value, walked);
+  t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Documents', value: 1 }] }));
+  assert.deepEqual((await t.read()).value, walked);
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 0);
+});
+
+test('a bulk read keeps the budgets, and fetches what the whole tree does not list', async () => {
+  const t = await granted();
+  const kids = Array.from({ length: 3000 }, (_, i) => node(`k${i}`, 'listitem', `${i}`));
+  serveBulk(t, [node('1', 'list', 'L', { childIds: kids.map((k) => k.nodeId) }), ...kids], 10);
+  const r = (await t.read()).value;
+  assert.equal(r.nodes.length, BUDGET.nodes);
+  assert.equal(r.truncated, true);
+  assert.equal(t.calls('Accessibility.getChildAXNodes'), 0);
+  // A child the whole tree leaves out (another document's) is fetched.
+  const nodes = [node('1', 'RootWebArea', 'A', { childIds: ['2'] }), node('2', 'iframe', 'F', { childIds: ['3'] }), node('3', 'button', 'In')];
+  serveBulk(t, nodes, 10);
+  t.chrome.cdp.set('Accessibility.getFullAXTree', () => ({ nodes: nodes.slice(0, 2) }));
+  assert.deepEqual((await t.read()).value.nodes.map((n) => n.name), ['A', 'F', 'In']);
+  assert.equal(t.calls('Accessibility.getChildAXNodes'), 1);
+});
+
+test('a bulk read of a child frame asks for that frame\'s tree; a subtree read still walks', async () => {
+  const t = await granted();
+  serveBulk(t, [node('1', 'RootWebArea', 'Child', { childIds: ['2'] }), node('2', 'button', 'Inside', { backendDOMNodeId: 20 })], 10);
+  const frame = (id, loaderId, childFrames = []) => ({ frame: { id, loaderId, url: 'https://a.test/x', securityOrigin: 'https://a.test' }, childFrames });
+  const tree = frame('F1', 'L1', [frame('C1', 'LC')]);
+  tree.frame.url = 'https://a.test/';
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: tree }));
+  const r = (await t.read({ frame: { frameId: 'C1', loaderId: 'LC' } })).value;
+  assert.deepEqual(r.nodes.map((n) => n.name), ['Child', 'Inside']);
+  assert.deepEqual(t.chrome.commands.find((c) => c.method === 'Accessibility.getFullAXTree').params, { frameId: 'C1' });
+  const sub = (await t.read({ backendNodeId: 20 })).value;
+  assert.deepEqual(sub.nodes.map((n) => n.name), ['Inside']);
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 1);
+});
+
+test('a gone document in a bulk read is STALE_TARGET', async () => {
+  const t = await granted();
+  serveBulk(t, [node('1', 'RootWebArea', 'A')], 10);
+  t.chrome.cdp.set('Accessibility.getFullAXTree', () => { throw new Error('Frame with the given id was not found.'); });
+  assert.equal((await t.read()).code, 'STALE_TARGET');
+  t.chrome.cdp.set('Accessibility.getFullAXTree', () => ({ nodes: [] }));
+  assert.equal((await t.read()).code, 'STALE_TARGET');
+});
+
+// buttons is a page of n buttons, each with its label's StaticText, whose
+// label text is `label(i)`, and options for every button.
+function buttons(n, label = (i) => `B ${i}`, extra = () => ({})) {
+  const nodes = [node('r', 'RootWebArea', 'A', { childIds: Array.from({ length: n }, (_, i) => `b${i}`) })];
+  for (let i = 0; i < n; i++) {
+    nodes.push(node(`b${i}`, 'button', label(i), { backendDOMNodeId: i + 1, childIds: [`t${i}`], ...extra(i) }));
+    nodes.push(node(`t${i}`, 'StaticText', label(i)));
+  }
+  return nodes;
+}
+
+test('a read stops once the projection is full: 120 controls and 240 text fragments', async () => {
+  const t = await granted();
+  serve(t, buttons(300));
+  const r = (await t.read()).value;
+  // 120 buttons fill the controls, the labels of 240 fill the text.
+  assert.equal(r.nodes.length, 1 + 240 * 2);
+  assert.deepEqual(r.nodes.at(-1), { axId: 't239', parentAxId: 'b239', role: 'StaticText', name: 'B 239', ignored: false, props: {} });
+  assert.equal(r.truncated, true);
+  assert.ok(t.calls('Accessibility.getChildAXNodes') <= 1 + 240 + 8, `${t.calls('Accessibility.getChildAXNodes')} calls`); // 8 fetched ahead
+  // One node fewer and the projection is not full: all of it is read.
+  const small = await granted();
+  serve(small, buttons(239));
+  const all = (await small.read()).value;
+  assert.equal(all.nodes.length, 1 + 239 * 2);
+  assert.equal(all.truncated, false);
+});
+
+test('a read goes on while the projection would keep less than its counts say', async () => {
+  const cases = {
+    // Hidden controls and text are not shown: they do not fill anything.
+    hidden: buttons(300).map((n) => (Number(n.nodeId.slice(1)) < 100 ? { ...n, properties: [{ name: 'hidden', value: { value: true } }] } : n)),
+    // A name past 1,000 characters is dropped from the observation.
+    long: buttons(300, (i) => (i < 100 ? 'x'.repeat(1001) : `B ${i}`)),
+    // 240 fragments past 32 KiB: the projection keeps fewer.
+    bytes: buttons(300, (i) => `${i} ${'y'.repeat(200)}`),
+    // White space alone is no text fragment, in Go's sense of white space.
+    blank: [node('r', 'RootWebArea', 'A', { childIds: ['list', 'blank'] }), ...buttons(130).slice(1).map((n) => (n.nodeId === 'r' ? n : n)),
+      node('blank', 'group', '', { childIds: Array.from({ length: 300 }, (_, i) => `s${i}`) }),
+      ...Array.from({ length: 300 }, (_, i) => node(`s${i}`, 'StaticText', '\u0085\u00a0\u3000 '))],
+  };
+  cases.blank[0].childIds = ['blank', ...Array.from({ length: 130 }, (_, i) => `b${i}`)];
+  for (const [name, nodes] of Object.entries(cases)) {
+    const t = await granted();
+    serve(t, nodes);
+    const r = (await t.read()).value;
+    const all = nodes.filter((n) => n.role.value !== 'InlineTextBox').length;
+    assert.equal(r.nodes.length, Math.min(all, BUDGET.nodes), name);
+  }
+});
+
+test('a find is not cut at the projection\'s budgets', async () => {
+  const t = await granted();
+  serve(t, buttons(300));
+  t.chrome.tabs_.get(1).active = false; // a find then walks
+  const found = (await t.find({ name: 'B 299' })).value;
+  assert.deepEqual(found.nodes.map((n) => n.axId), ['b299', 't299']);
 });

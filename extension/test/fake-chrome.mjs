@@ -184,7 +184,7 @@ export function fakeChrome() {
       return answer;
     },
   };
-  for (const m of ['Page.enable', 'DOM.enable', 'Accessibility.enable']) cdp.set(m, () => ({}));
+  for (const m of ['Page.enable', 'DOM.enable', 'Accessibility.enable', 'Performance.enable']) cdp.set(m, () => ({}));
   cdp.set('Page.getFrameTree', (_, tabId) => ({
     frameTree: { frame: { id: `F${tabId}`, loaderId: 'L1', url: tabs.get(tabId).url } },
   }));

@@ -23,7 +23,7 @@ test('a personal grant attaches, enables, activates the tab and sets the badge',
   t.chrome.addTab(7, 'https://a.test/', 'A');
   const { response } = await t.grant(7);
   assert.deepEqual(response.value, { granted: true, documentEpoch: 'F7:L1', url: 'https://a.test/', title: 'A' });
-  assert.deepEqual(t.chrome.commands.map((c) => c.method), ['Page.enable', 'DOM.enable', 'Accessibility.enable', 'Page.getFrameTree']);
+  assert.deepEqual(t.chrome.commands.map((c) => c.method), ['Page.enable', 'DOM.enable', 'Accessibility.enable', 'Performance.enable', 'Page.getFrameTree']);
   assert.equal(t.chrome.tabs_.get(7).active, true);
   assert.equal(t.chrome.badges.get(7), 'ON');
   assert.equal(t.chrome.windows_.length, 0);

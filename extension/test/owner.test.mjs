@@ -64,7 +64,7 @@ test('console state: the broker is asked for owner.state, with ordered IDs, and 
   const state = { version: 'v', admission: 'open', clients: [], services: {} };
   t.port.receive({ type: 'response', id: '1', ok: true, value: state });
   const r = await settle(() => p.reply(1));
-  assert.deepEqual(r, { id: 1, ok: true, value: { connection: 'Connected', owner: state, code: null, questions: [],
+  assert.deepEqual(r, { id: 1, ok: true, value: { connection: 'Connected', owner: state, code: null, questions: [], consents: [],
     tabs: { [`${t.instanceId}:1`]: { title: 'Inbox', url: 'https://a.test/x' } } } });
   assert.equal(t.port.disconnected, false);
 
@@ -175,6 +175,41 @@ test('Stop: one agent through the broker; Stop all here at once and at the broke
   assert.equal(t.ext.gates.list().length, 0);
   assert.equal(t.port.events('lease.revoked').length, 1);
   assert.deepEqual(brokerRequest(t, 'owner.stop').params, {});
+});
+
+test('the console lists the tabs allowed beforehand, titled; Forget takes one back and the next claim asks; Stop all forgets all', async () => {
+  const t = await setup();
+  t.chrome.addTab(1, 'https://a.test/x', 'Inbox');
+  t.chrome.addTab(2, 'https://b.test/', 'Bank');
+  const p = consolePort(t);
+  for (const id of [1, 2]) assert.equal(await t.chrome.message({ type: 'popup.allow', tabId: id }), true);
+  assert.ok(p.got.some((m) => m.type === 'changed' && m.topics.includes('consents')), 'allowing did not tell the console');
+  p.send({ id: 1, type: 'state' });
+  await settle(() => brokerRequest(t, 'owner.state'));
+  t.port.receive({ type: 'response', id: brokerRequest(t, 'owner.state').id, ok: true, value: {} });
+  assert.deepEqual((await settle(() => p.reply(1))).value.consents,
+    [{ tabId: 1, origin: 'https://a.test', title: 'Inbox' }, { tabId: 2, origin: 'https://b.test', title: 'Bank' }]);
+
+  p.send({ id: 2, type: 'forget', tabId: 1 });
+  assert.deepEqual((await settle(() => p.reply(2))).value, { forgotten: true });
+  assert.equal(t.ext.consents.origin(1), undefined);
+  assert.equal(t.ext.consents.origin(2), 'https://b.test');
+  p.send({ id: 3, type: 'forget', tabId: 1 });
+  assert.deepEqual((await settle(() => p.reply(3))).value, { forgotten: false });
+  p.send({ id: 4, type: 'forget', tabId: '2' });
+  assert.deepEqual((await settle(() => p.reply(4))).value, { forgotten: false });
+  assert.equal(t.ext.consents.origin(2), 'https://b.test');
+
+  // The claim of a forgotten tab asks the owner again.
+  await t.chrome.tabs.update(1, { active: true });
+  const windows = t.chrome.windows_.length;
+  t.request('lease.grant', { lease: t.lease(1), client: { label: 'agent' } });
+  for (let i = 0; i < 20 && t.chrome.windows_.length === windows; i++) await flush();
+  assert.equal(t.chrome.windows_.length, windows + 1, 'a forgotten tab was granted without asking');
+
+  p.send({ id: 5, type: 'stop' });
+  await flush();
+  assert.deepEqual(t.ext.consents.list(), []);
 });
 
 test('console.open opens the console tab, then focuses it', async () => {

@@ -137,3 +137,76 @@ test('a runner tab is walled before it attaches, and the wall goes with it', asy
   assert.equal(f.rules.length, 0);
   assert.equal(f.native.sent.at(-1).event, SNUG.EVENT_DETACH);
 });
+
+// openRunner connects a fake runner page and attaches it; it returns the
+// page's messages and the runner id the worker gave it.
+async function openRunner(f) {
+  const page = { sent: [], onMessage: [], onDisconnect: [] };
+  const port = {
+    name: SNUG.RUNNER_PORT, sender: { id: 'ext', url: 'chrome-extension://ext/snug/runner.html?app=a', tab: { id: 7 } },
+    postMessage: (m) => page.sent.push(m), disconnect: () => {},
+    onMessage: { addListener: (fn) => page.onMessage.push(fn) }, onDisconnect: { addListener: (fn) => page.onDisconnect.push(fn) },
+  };
+  f.connects.forEach((fn) => fn(port));
+  page.onMessage.forEach((fn) => fn({ type: 'attach', app: 'a' }));
+  await flush();
+  page.runner = f.native.sent.find((m) => m.method === SNUG.ATTACH).params.runner;
+  page.say = (m) => page.onMessage.forEach((fn) => fn(m));
+  return page;
+}
+
+test('the owner is asked in the runner tab; only the page answers, and a closed tab is a no', async () => {
+  const f = await welcomed();
+  const page = await openRunner(f);
+  f.fromBroker({ type: 'request', id: '10', method: SNUG.CALL_CONFIRM,
+    params: { runner: page.runner, kind: 'net', app: 'A', host: 'api.example.com', method: 'POST', url: 'https://api.example.com/x' } });
+  await flush();
+  const q = page.sent.find((m) => m.type === 'confirm');
+  assert.equal(q.ask.url, 'https://api.example.com/x');
+  page.say({ type: 'confirmed', id: 'nope', result: { allowed: true } }); // an unknown question changes nothing
+  page.say({ type: 'confirmed', id: q.id, result: { allowed: true } });
+  await flush();
+  assert.deepEqual(f.native.sent.at(-1), { type: 'response', id: '10', ok: true, value: { allowed: true } });
+
+  // Another runner's question, or an unknown runner: no.
+  f.fromBroker({ type: 'request', id: '11', method: SNUG.CALL_CONFIRM, params: { runner: 'other', kind: 'openUrl', url: 'https://e.com/' } });
+  await flush();
+  assert.deepEqual(f.native.sent.at(-1), { type: 'response', id: '11', ok: true, value: { status: 'declined' } });
+
+  // The tab closes with a question open: no.
+  f.fromBroker({ type: 'request', id: '12', method: SNUG.CALL_CONFIRM, params: { runner: page.runner, kind: 'openUrl', url: 'https://e.com/' } });
+  await flush();
+  page.onDisconnect.forEach((fn) => fn());
+  await flush();
+  assert.deepEqual(f.native.sent.find((m) => m.id === '12'), { type: 'response', id: '12', ok: true, value: { status: 'declined' } });
+});
+
+test('a page calls only the connect flow, and only for its own runner', async () => {
+  const f = await welcomed();
+  const page = await openRunner(f);
+  page.say({ type: 'call', id: '1', method: SNUG.APPROVE, params: { runner: 'someone-else', slot: 's', reviewed: '{}' } });
+  page.say({ type: 'call', id: '2', method: SNUG.ATTACH, params: { app: 'b' } });
+  await flush();
+  const sent = f.native.sent.filter((m) => m.method === SNUG.APPROVE);
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].params.runner, page.runner);
+  assert.deepEqual(page.sent.find((m) => m.type === 'result' && m.id === '2'), { type: 'result', id: '2', ok: false, code: 'INVALID_REQUEST' });
+  f.fromBroker({ type: 'response', id: sent[0].id, ok: false, code: 'POLICY_DENIED' });
+  await flush();
+  assert.deepEqual(page.sent.find((m) => m.type === 'result' && m.id === '1'), { type: 'result', id: '1', ok: false, code: 'POLICY_DENIED' });
+});
+
+test('the chat panel relays its operations only, bounded', async () => {
+  const { chatEvent } = await import('../lib/snug.js');
+  assert.deepEqual(chatEvent('r1', { op: 'send', id: 'm1', text: 'how many books?' }), { runner: 'r1', op: 'send', id: 'm1', text: 'how many books?' });
+  assert.deepEqual(chatEvent('r1', { op: 'approve', proposal: 'ABC234', text: 'x' }), { runner: 'r1', op: 'approve', proposal: 'ABC234' });
+  assert.deepEqual(chatEvent('r1', { op: 'decline', proposal: 'ABC234' }), { runner: 'r1', op: 'decline', proposal: 'ABC234' });
+  assert.deepEqual(chatEvent('r1', { op: 'revert', version: 3 }), { runner: 'r1', op: 'revert', version: 3 });
+  const at = 'x'.repeat(SNUG.MAX_CHAT_CHARS);
+  assert.equal(chatEvent('r1', { op: 'send', id: 'm2', text: at }).text, at);
+  for (const bad of [
+    { op: 'send', id: 'm3', text: at + 'x' }, { op: 'send', id: 'm3', text: '  ' }, { op: 'send', text: 'hi' },
+    { op: 'send', id: 'a b', text: 'hi' }, { op: 'approve' }, { op: 'approve', proposal: '../x' },
+    { op: 'revert', version: 0 }, { op: 'revert', version: '2' }, { op: 'execute', proposal: 'ABC' }, null, 'send',
+  ]) assert.equal(chatEvent('r1', bad), null, JSON.stringify(bad));
+});

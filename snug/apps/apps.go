@@ -33,9 +33,13 @@ const (
 	MethodRemove   = "snug.remove"   // remove an app and everything of it
 	MethodOpen     = "snug.open"     // show an app in a runner tab
 
-	MethodAgentGet   = "snug.agent.get"   // the agent app turns go to
-	MethodAgentSet   = "snug.agent.set"   // choose it
-	MethodAgentOffer = "snug.agent.offer" // a `broker mcp` whose host can sample offers it
+	MethodAgentGet     = "snug.agent.get"     // the agent app turns go to
+	MethodAgentSet     = "snug.agent.set"     // choose it
+	MethodAgentOffer   = "snug.agent.offer"   // a `broker mcp` whose host can sample offers it
+	MethodAgentConfirm = "snug.agent.confirm" // confirm agent settings that came with an imported file
+
+	MethodExport = "snug.export" // write the user's file (or one app's database) to a path
+	MethodImport = "snug.import" // replace the apps and data with a user file
 )
 
 // Limits.
@@ -182,6 +186,20 @@ type Agent struct {
 	MCPHost  string `json:"mcpHost,omitempty"`
 	// Samplers lists the MCP hosts offering sampling now.
 	Samplers []string `json:"samplers"`
+	// Unconfirmed is set when these settings came with an imported file:
+	// app turns are refused until the user confirms them
+	// (MethodAgentConfirm) or chooses anew.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
+}
+
+// AgentConfirmParams are snug.agent.confirm's params: the settings the
+// user saw and confirms. They must be the stored ones (STALE_TARGET
+// otherwise: they changed since).
+type AgentConfirmParams struct {
+	Provider string `json:"provider" enum:"none,openai-compatible,mcp-sampling"`
+	Endpoint string `json:"endpoint,omitempty" len:",2048"`
+	Model    string `json:"model,omitempty" len:",200"`
+	MCPHost  string `json:"mcpHost,omitempty" len:",200"`
 }
 
 // AgentOfferParams are snug.agent.offer's params: a `broker mcp` whose MCP
@@ -224,19 +242,105 @@ type Runner struct {
 	Instance string `json:"instance"` // the snug provider's instance
 }
 
+// MaxPathChars bounds a file path in params.
+const MaxPathChars = 4096
+
+// ExportParams are snug.export's params. The broker writes the file itself
+// (readable by its owner only), so Path is absolute; an existing file is
+// replaced only with Overwrite.
+type ExportParams struct {
+	Path string `json:"path" len:"1,4096" jsonschema:"the absolute path of the file to write"`
+	// App exports only that app's database, as a standalone SQLite file
+	// with its tables under their own names (no secrets, no protection).
+	App string `json:"app,omitempty" len:",128"`
+	// Secrets keeps the secrets (agent keys, connection credentials) in
+	// the file; by default they are removed, leaving no byte behind.
+	Secrets bool `json:"secrets,omitempty"`
+	// Passphrase protects the file (SNUGENC1); the answer carries the
+	// recovery key that opens it too.
+	Passphrase string `json:"passphrase,omitempty" len:",1024"`
+	Overwrite  bool   `json:"overwrite,omitempty"`
+}
+
+// Exported is snug.export's result.
+type Exported struct {
+	Path      string `json:"path"`
+	Bytes     int    `json:"bytes"`
+	App       string `json:"app,omitempty"`
+	Secrets   bool   `json:"secrets"`
+	Protected bool   `json:"protected"`
+	// RecoveryKey opens a protected file without its passphrase. It is
+	// shown once, here, and kept nowhere.
+	RecoveryKey string `json:"recoveryKey,omitempty"`
+}
+
+// ImportParams are snug.import's params. A protected file needs its
+// passphrase or its recovery key.
+type ImportParams struct {
+	Path        string `json:"path" len:"1,4096" jsonschema:"the absolute path of the user file to import"`
+	Passphrase  string `json:"passphrase,omitempty" len:",1024"`
+	RecoveryKey string `json:"recoveryKey,omitempty" len:",200"`
+}
+
+// Import outcomes (Imported.Status). Every one but ImportDone leaves the
+// user's apps and data as they were.
+const (
+	ImportDone        = "imported"
+	ImportLocked      = "locked"          // protected, and no given secret opens it
+	ImportCorrupt     = "corrupt"         // protected, and damaged
+	ImportUnsupported = "unsupported"     // from a newer version of Snug
+	ImportNotUserFile = "not-a-user-file" // neither SQLite nor SNUGENC1, or not a readable user database
+	ImportTooLarge    = "too-large"       // over the 64 MiB cap
+	ImportUnreadable  = "unreadable"      // the path cannot be read
+)
+
+// Imported is snug.import's result.
+type Imported struct {
+	Status string `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// The rest describes a done import.
+	SchemaVersion    int                 `json:"schemaVersion,omitempty"`
+	Apps             int                 `json:"apps"`
+	ContractsKept    int                 `json:"contractsKept"`
+	ContractsDropped int                 `json:"contractsDropped"`
+	Connections      ImportedConnections `json:"connections"`
+	SecretsImported  int                 `json:"secretsImported"`
+	// Backup is the copy of the user database from before the import.
+	Backup string `json:"backup,omitempty"`
+	// AgentUnconfirmed: app turns wait until the user confirms the agent
+	// settings that came with the file.
+	AgentUnconfirmed bool `json:"agentUnconfirmed"`
+}
+
+// ImportedConnections says what became of the file's connections.
+type ImportedConnections struct {
+	Restored int      `json:"restored"`
+	Declared int      `json:"declared"`
+	Revoked  int      `json:"revoked"`
+	Dropped  []string `json:"dropped"`
+}
+
 // ParamsTypes maps each client method to the zero value of its params
 // type; the hub publishes their schemas (browser.ParamsSchema).
 var ParamsTypes = map[string]any{
-	MethodApps:       AppsParams{},
-	MethodInstall:    InstallParams{},
-	MethodUpdate:     UpdateParams{},
-	MethodSource:     SourceParams{},
-	MethodVersions:   AppRef{},
-	MethodRevert:     RevertParams{},
-	MethodReset:      AppRef{},
-	MethodRemove:     AppRef{},
-	MethodOpen:       AppRef{},
-	MethodAgentGet:   AppsParams{},
-	MethodAgentSet:   AgentSetParams{},
-	MethodAgentOffer: AgentOfferParams{},
+	MethodApps:         AppsParams{},
+	MethodInstall:      InstallParams{},
+	MethodUpdate:       UpdateParams{},
+	MethodSource:       SourceParams{},
+	MethodVersions:     AppRef{},
+	MethodRevert:       RevertParams{},
+	MethodReset:        AppRef{},
+	MethodRemove:       AppRef{},
+	MethodOpen:         AppRef{},
+	MethodAgentGet:     AppsParams{},
+	MethodAgentSet:     AgentSetParams{},
+	MethodAgentOffer:   AgentOfferParams{},
+	MethodAgentConfirm: AgentConfirmParams{},
+	MethodExport:       ExportParams{},
+	MethodImport:       ImportParams{},
+
+	MethodConnections:       ConnectionsParams{},
+	MethodConnectionDeclare: DeclareParams{},
+	MethodConnectionSet:     CredentialParams{},
+	MethodConnectionRevoke:  SlotParams{},
 }

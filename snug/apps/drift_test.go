@@ -31,13 +31,25 @@ func TestExtensionAgrees(t *testing.T) {
 		"EVENT_LOAD":        fmt.Sprintf("'%s'", apps.EventLoad),
 		"EVENT_DETACH":      fmt.Sprintf("'%s'", apps.EventDetach),
 		"EVENT_RESET_AGENT": fmt.Sprintf("'%s'", apps.EventResetAgent),
+		"EVENT_CHAT":        fmt.Sprintf("'%s'", apps.EventChat),
 		"CALL_OPEN_TAB":     fmt.Sprintf("'%s'", apps.CallOpenTab),
 		"CALL_DELIVER":      fmt.Sprintf("'%s'", apps.CallDeliver),
+		"CALL_CONFIRM":      fmt.Sprintf("'%s'", apps.CallConfirm),
+		"CONNECTIONS":       fmt.Sprintf("'%s'", apps.ProviderConnections),
+		"APPROVE":           fmt.Sprintf("'%s'", apps.ProviderApprove),
+		"REAPPROVE":         fmt.Sprintf("'%s'", apps.ProviderReapprove),
+		"REVOKE":            fmt.Sprintf("'%s'", apps.ProviderRevoke),
+		"AUTHORIZE":         fmt.Sprintf("'%s'", apps.ProviderAuthorize),
+		"COMPLETE":          fmt.Sprintf("'%s'", apps.ProviderComplete),
+		"CONFIRM_NET":       fmt.Sprintf("'%s'", apps.ConfirmNet),
+		"CONFIRM_OPEN_URL":  fmt.Sprintf("'%s'", apps.ConfirmOpenURL),
 		"ADMISSION_REQUEST": fmt.Sprintf("'%s'", admission.ProviderMethod),
 		"PIECE_HTML":        fmt.Sprintf("'%s'", apps.PieceHTML),
 		"PIECE_FRAME":       fmt.Sprintf("'%s'", apps.PieceFrame),
 		"PIECE_APP":         fmt.Sprintf("'%s'", apps.PieceApp),
 		"PIECE_CLOSED":      fmt.Sprintf("'%s'", apps.PieceClosed),
+		"PIECE_CHAT":        fmt.Sprintf("'%s'", apps.PieceChat),
+		"MAX_CHAT_CHARS":    fmt.Sprint(apps.MaxChatChars),
 		"MAX_PIECE_BYTES":   fmt.Sprint(apps.MaxPieceBytes),
 		"MAX_RELAY_BYTES":   fmt.Sprint(apps.MaxRelayBytes),
 		"MAX_RUNNERS":       fmt.Sprint(apps.MaxRunners),
@@ -55,6 +67,10 @@ func TestExtensionAgrees(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("SNUG.%s is %s, want %s", k, got[k], v)
 		}
+	}
+	ops := fmt.Sprintf("const CHAT_OPS = ['%s', '%s', '%s', '%s'];", apps.ChatSend, apps.ChatApprove, apps.ChatDecline, apps.ChatRevert)
+	if !strings.Contains(string(src), ops) {
+		t.Errorf("snug.js lacks %s", ops)
 	}
 	// And the manifest's sandbox policy allows scripts and styles from
 	// exactly the CDN allowlist, and connections from none.

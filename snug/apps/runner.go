@@ -29,6 +29,11 @@ const (
 	// EventResetAgent is the user's explicit reset, on the runner's own
 	// chrome, after three agent replies in a row failed to parse (R6).
 	EventResetAgent = "snug.resetAgent"
+	// EventChat is what the user did in the chat panel beside the app, on
+	// the runner's own chrome (ChatParams): a message, or a decision on
+	// what the host proposed. Only a provider the owner's own software
+	// runs is heard.
+	EventChat = "snug.chat"
 )
 
 // Broker → provider requests.
@@ -45,6 +50,7 @@ const (
 	PieceFrame  = "frame"  // a Snug frame for the app
 	PieceApp    = "app"    // display metadata (JSON of Display) for the host chrome
 	PieceClosed = "closed" // the hub dropped the runner; data is the reason, in words
+	PieceChat   = "chat"   // an item for the chat panel (JSON of ChatItem)
 )
 
 // Sizes of the runner protocol.
@@ -121,4 +127,99 @@ type Display struct {
 	// AgentBlocked is set after three unparsable replies in a row: the
 	// user must reset before the agent is called again.
 	AgentBlocked bool `json:"agentBlocked"`
+	// AgentUnconfirmed is set while the agent settings that came with an
+	// imported file wait for the user's confirmation.
+	AgentUnconfirmed bool `json:"agentUnconfirmed,omitempty"`
+}
+
+// Chat panel operations (ChatParams.Op).
+const (
+	ChatSend    = "send"    // a message the user typed
+	ChatApprove = "approve" // run a proposed data change
+	ChatDecline = "decline" // drop it: nothing runs
+	ChatRevert  = "revert"  // restore an earlier version of the app
+)
+
+// MaxChatChars bounds a chat message (UTF-16 units, as the panel counts).
+const MaxChatChars = 4000
+
+// ChatParams are EventChat's params.
+type ChatParams struct {
+	Runner string `json:"runner"`
+	Op     string `json:"op"`
+	// ID names a sent message; the items answering it carry it (ReplyTo).
+	ID   string `json:"id,omitempty"`
+	Text string `json:"text,omitempty"`
+	// Proposal is the data change approved or declined.
+	Proposal string `json:"proposal,omitempty"`
+	// Version is the version a revert restores.
+	Version int `json:"version,omitempty"`
+}
+
+// Chat item kinds (ChatItem.Kind).
+const (
+	ItemAnswer   = "answer"   // an answer in words; for a data read, with its query and rows
+	ItemClarify  = "clarify"  // the message could not be routed: say it again
+	ItemProposal = "proposal" // a data change waiting for the user's decision
+	ItemExecuted = "executed" // an approved data change ran
+	ItemHalted   = "halted"   // an approved change did not run: its rows changed since the preview
+	ItemDeclined = "declined" // a declined change: nothing ran
+	ItemVersion  = "version"  // the feature lane saved a new version of the app
+	ItemReverted = "reverted" // an earlier version was restored
+	ItemRefused  = "refused"  // the lane cannot do it here; nothing was done
+	ItemError    = "error"    // it failed; Text says what did and did not happen
+)
+
+// ChatItem is one thing the chat panel shows from the host. Text, the
+// statements and the values are untrusted for display: the panel shows
+// them as text, never as markup.
+type ChatItem struct {
+	// ReplyTo is the ChatParams.ID of the message this answers.
+	ReplyTo string `json:"replyTo,omitempty"`
+	Kind    string `json:"kind"`
+	Intent  string `json:"intent,omitempty"`
+	Lane    string `json:"lane,omitempty"`
+	Text    string `json:"text"`
+	// SQL are the statements that ran (a read) or would run (a proposal),
+	// verbatim.
+	SQL      []string      `json:"sql,omitempty"`
+	Result   *ChatResult   `json:"result,omitempty"`
+	Proposal *ChatProposal `json:"proposal,omitempty"`
+	Version  *ChatVersion  `json:"version,omitempty"`
+}
+
+// ChatResult is a read's rows, as bounded for the model.
+type ChatResult struct {
+	Columns   []string `json:"columns"`
+	Rows      [][]any  `json:"rows"`
+	Truncated string   `json:"truncated,omitempty"`
+}
+
+// MaxChatChanges bounds the changed rows a proposal shows; Total counts
+// them all.
+const MaxChatChanges = 200
+
+// ChatProposal is a data change and the rows it changes, computed on a
+// throwaway copy of the app's data.
+type ChatProposal struct {
+	ID      string       `json:"id"`
+	Changes []ChatChange `json:"changes,omitempty"`
+	Total   int          `json:"total"`
+}
+
+// ChatChange is one row a proposal changes: its values before and after,
+// as SQL literals ('text', 42, NULL, X'0a').
+type ChatChange struct {
+	Table   string   `json:"table"`
+	Op      string   `json:"op"` // insert, update or delete
+	Columns []string `json:"columns"`
+	Before  []string `json:"before,omitempty"`
+	After   []string `json:"after,omitempty"`
+}
+
+// ChatVersion is a version the chat wrote or restored, and the version
+// one click reverts to.
+type ChatVersion struct {
+	Version  int `json:"version"`
+	Restores int `json:"restores,omitempty"`
 }

@@ -34,4 +34,22 @@
 // error. THREAD_CONFLICT is retried after 100, 250 and 500 ms. The turn's
 // system instructions come from the version's runtime contract when it is
 // valid (package snug/contract), else generic ones.
+//
+// # The chat panel
+//
+// Beside each app the runner page shows a chat panel (host chrome, out of
+// the app's reach; only a provider the owner's software runs is heard).
+// Each message is classified by the same agent into one of the eight
+// intents and handled by its lane (package snug/appchat; an unusable
+// classification gets a clarifying reply). The data lane reads on a
+// read-only throwaway copy holding only the app's tables
+// (userdb.DB.Scratch), results bounded before they reach the model; it
+// proposes writes as verbatim statements with the rows they change,
+// computed on a writable copy, and runs them on live data only when the
+// user approves and only if they change exactly those rows
+// (userdb.Runtime.Apply): a drift in any row's contents halts them. The
+// feature lane saves a new version at once, says that it did not ask, and
+// offers the revert. The provider lane sends nothing yet (the executor
+// is here; the lane's request prompt and the model-bound scrub are not);
+// the answer lane answers in words.
 package hub

@@ -19,13 +19,14 @@ import (
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/snug/apps"
+	"github.com/dsh-browser/broker/snug/conn"
 	"github.com/dsh-browser/broker/snug/hub"
 	"github.com/dsh-browser/broker/wire"
 )
 
 // env is an in-process broker hosting the hub, with its log.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	stateDir string
 	log      *syncBuffer
@@ -50,8 +51,8 @@ func (s *syncBuffer) String() string {
 }
 
 // start runs a broker with the hub over a fresh state directory, or over
-// stateDir when given (a restart).
-func start(t *testing.T, stateDir string) *env {
+// stateDir when given (a restart); opts adjust the hub's config.
+func start(t testing.TB, stateDir string, opts ...func(*hub.Config)) *env {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hub")
 	if err != nil {
@@ -66,7 +67,11 @@ func start(t *testing.T, stateDir string) *env {
 	var hb *hub.Hub
 	srv, err := broker.New(broker.Config{RuntimeDir: e.dir, StateDir: stateDir, Logger: log, Services: []service.Register{
 		func(h service.Host) (service.Service, error) {
-			s, err := hub.Register(hub.Config{StateDir: stateDir, Logger: log})(h)
+			cfg := hub.Config{StateDir: stateDir, Logger: log, Requirements: conn.CheckImported}
+			for _, o := range opts {
+				o(&cfg)
+			}
+			s, err := hub.Register(cfg)(h)
 			hb, _ = s.(*hub.Hub)
 			return s, err
 		},
@@ -104,7 +109,7 @@ func (e *env) client(opts client.Options) *client.Client {
 	return c
 }
 
-func call[T any](t *testing.T, c *client.Client, method string, params any) T {
+func call[T any](t testing.TB, c *client.Client, method string, params any) T {
 	t.Helper()
 	var v T
 	raw, err := callErr(c, method, params)
@@ -118,7 +123,9 @@ func call[T any](t *testing.T, c *client.Client, method string, params any) T {
 }
 
 func callErr(c *client.Client, method string, params any) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// Generous: a protected export derives two keys at 600,000 PBKDF2
+	// iterations, slow under -race on a shared machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	return c.Call(ctx, method, params)
 }
@@ -127,12 +134,15 @@ func callErr(c *client.Client, method string, params any) (json.RawMessage, erro
 // that opens "tabs" on request, reassembles what the hub delivers for each
 // runner, and sends app frames as the runner page would relay them.
 type runnerHost struct {
-	t    *testing.T
+	t    testing.TB
 	conn *rpc.Conn
 	hold chan struct{} // when set, deliveries wait until it is closed
 
 	mu     sync.Mutex
 	opened []apps.OpenTabParams
+	asked  []apps.ConfirmParams                        // questions put to the owner
+	answer func(apps.ConfirmParams) apps.ConfirmResult // nil: no
+
 	tabs   map[string]*tab
 	seq    map[string]int64
 	pieces int // pieces delivered, in all
@@ -160,6 +170,17 @@ func (h *runnerHost) Handle(_ context.Context, req *rpc.Request) (any, error) {
 		h.opened = append(h.opened, p)
 		h.mu.Unlock()
 		return apps.OpenTabResult{Tab: 7}, nil
+	case apps.CallConfirm:
+		var p apps.ConfirmParams
+		json.Unmarshal(req.Params, &p)
+		h.mu.Lock()
+		h.asked = append(h.asked, p)
+		answer := h.answer
+		h.mu.Unlock()
+		if answer == nil {
+			return apps.ConfirmResult{}, nil
+		}
+		return answer(p), nil
 	case apps.CallDeliver:
 		h.mu.Lock()
 		hold := h.hold
@@ -280,7 +301,7 @@ func (h *runnerHost) sendJSON(runner string, v any) {
 
 // wait returns the first message of kind, after those already taken by
 // earlier waits, that match accepts.
-func (tb *tab) wait(t *testing.T, kind string, match func([]byte) bool) []byte {
+func (tb *tab) wait(t testing.TB, kind string, match func([]byte) bool) []byte {
 	t.Helper()
 	deadline := time.After(60 * time.Second) // slow under -race on a shared machine
 	for i := 0; ; {
@@ -304,7 +325,7 @@ func (tb *tab) wait(t *testing.T, kind string, match func([]byte) bool) []byte {
 }
 
 // frameOf waits for a frame of type typ (and requestId id, when given).
-func (tb *tab) frameOf(t *testing.T, typ, id string) map[string]any {
+func (tb *tab) frameOf(t testing.TB, typ, id string) map[string]any {
 	t.Helper()
 	var out map[string]any
 	tb.wait(t, apps.PieceFrame, func(b []byte) bool {

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/snug/apps"
 	"github.com/dsh-browser/broker/snug/chat"
+	"github.com/dsh-browser/broker/snug/fetch"
 	"github.com/dsh-browser/broker/snug/userdb"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -28,6 +29,15 @@ type Config struct {
 	Logger   *slog.Logger
 	// HTTPClient calls agent endpoints; nil uses agent.NewHTTPClient.
 	HTTPClient *http.Client
+	// Net are the seams of the apps' governed network (package
+	// snug/fetch); the zero value is the real network. Tests inject a
+	// pretend Internet there, never a weaker gate.
+	Net fetch.Options
+	// Requirements checks the connection requirements of an imported file
+	// strictly (spec §12.5) and derives their host ceilings: the broker
+	// passes conn.CheckImported. Nil keeps only the imported connections
+	// that restore a local grant; the rest are dropped and the user told.
+	Requirements userdb.RequirementCheck
 }
 
 // Hub is the snug kind's service. Its methods are safe for concurrent use.
@@ -38,6 +48,7 @@ type Hub struct {
 
 	db    *userdb.DB // nil when dbErr is set
 	dbErr error
+	net   *fetch.Executor // the apps' governed network, over db
 
 	mu       sync.Mutex
 	links    map[string]*link        // by provider instance ID
@@ -78,6 +89,7 @@ func (h *Hub) open() {
 		return
 	}
 	h.db = db
+	h.net = fetch.New(db, h.cfg.Net)
 }
 
 // Close closes the user database. The broker has no hook for it: the
@@ -90,7 +102,8 @@ func (h *Hub) Close() error {
 }
 
 // Kind describes snug providers: the extension's runner side, which may
-// put the owner's questions (admission now; confirm dialogs later).
+// put the owner's questions (admission, the net confirm, the open-url
+// confirm, the connect flow).
 func (h *Hub) Kind() service.Kind {
 	return service.Kind{
 		Name:     apps.Kind,
@@ -116,18 +129,26 @@ func (h *Hub) Offers() []string {
 // Methods is the snug.* table.
 func (h *Hub) Methods() map[string]service.Method {
 	t := map[string]service.Method{
-		apps.MethodApps:       {Handle: h.listApps, ReadOnly: true, Discovery: true},
-		apps.MethodInstall:    {Handle: h.install},
-		apps.MethodUpdate:     {Handle: h.update},
-		apps.MethodSource:     {Handle: h.source, ReadOnly: true},
-		apps.MethodVersions:   {Handle: h.versions, ReadOnly: true},
-		apps.MethodRevert:     {Handle: h.revert},
-		apps.MethodReset:      {Handle: h.factoryReset},
-		apps.MethodRemove:     {Handle: h.remove},
-		apps.MethodOpen:       {Handle: h.openApp},
-		apps.MethodAgentGet:   {Handle: h.agentGet, ReadOnly: true},
-		apps.MethodAgentSet:   {Handle: h.agentSet},
-		apps.MethodAgentOffer: {Handle: h.agentOffer},
+		apps.MethodApps:         {Handle: h.listApps, ReadOnly: true, Discovery: true},
+		apps.MethodInstall:      {Handle: h.install},
+		apps.MethodUpdate:       {Handle: h.update},
+		apps.MethodSource:       {Handle: h.source, ReadOnly: true},
+		apps.MethodVersions:     {Handle: h.versions, ReadOnly: true},
+		apps.MethodRevert:       {Handle: h.revert},
+		apps.MethodReset:        {Handle: h.factoryReset},
+		apps.MethodRemove:       {Handle: h.remove},
+		apps.MethodOpen:         {Handle: h.openApp},
+		apps.MethodAgentGet:     {Handle: h.agentGet, ReadOnly: true},
+		apps.MethodAgentSet:     {Handle: h.agentSet},
+		apps.MethodAgentOffer:   {Handle: h.agentOffer},
+		apps.MethodAgentConfirm: {Handle: h.agentConfirm},
+		apps.MethodExport:       {Handle: h.export},
+		apps.MethodImport:       {Handle: h.importFile},
+
+		apps.MethodConnections:       {Handle: h.connections, ReadOnly: true},
+		apps.MethodConnectionDeclare: {Handle: h.declare},
+		apps.MethodConnectionSet:     {Handle: h.setCredential},
+		apps.MethodConnectionRevoke:  {Handle: h.revokeClient},
 	}
 	for name, m := range t {
 		m.Schema = browser.ParamsSchema(apps.ParamsTypes[name])
@@ -136,9 +157,18 @@ func (h *Hub) Methods() map[string]service.Method {
 	return t
 }
 
-// ProviderMethods: a runner attaches to an app.
+// ProviderMethods: a runner attaches to an app; its host chrome runs the
+// connect flow.
 func (h *Hub) ProviderMethods() map[string]service.ProviderMethod {
-	return map[string]service.ProviderMethod{apps.ProviderAttach: h.attach}
+	return map[string]service.ProviderMethod{
+		apps.ProviderAttach:      h.attach,
+		apps.ProviderConnections: h.runnerConnections,
+		apps.ProviderApprove:     h.approve(false),
+		apps.ProviderReapprove:   h.approve(true),
+		apps.ProviderRevoke:      h.runnerRevoke,
+		apps.ProviderAuthorize:   h.authorize,
+		apps.ProviderComplete:    h.complete,
+	}
 }
 
 // Joined starts the provider's delivery queue.
@@ -191,6 +221,20 @@ func (h *Hub) Event(p service.Provider, event string, value json.RawMessage) {
 			return
 		}
 		l.runnerEvent(event, rp.Runner)
+	case apps.EventChat:
+		// The chat panel approves data changes: only the owner's own
+		// software may speak for it.
+		if !p.OwnerSurface() {
+			h.log.Warn("ignored a chat event from a snug provider the owner's software does not run", "instance", p.InstanceID())
+			return
+		}
+		var cp apps.ChatParams
+		if json.Unmarshal(value, &cp) != nil {
+			return
+		}
+		if r := l.runner(cp.Runner); r != nil {
+			r.chat.post(cp)
+		}
 	default:
 		h.log.Debug("ignored a snug provider event", "event", event)
 	}

@@ -20,7 +20,7 @@ func newTextLogger(w io.Writer) *slog.Logger {
 
 const notes = `<!doctype html><title>Reading &amp; notes</title><p>notes</p>`
 
-func install(t *testing.T, c *client.Client, html string, extra map[string]any) apps.Saved {
+func install(t testing.TB, c *client.Client, html string, extra map[string]any) apps.Saved {
 	t.Helper()
 	p := map[string]any{"html": html}
 	for k, v := range extra {

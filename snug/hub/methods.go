@@ -184,17 +184,10 @@ func (h *Hub) update(ctx context.Context, _ service.Client, params json.RawMessa
 	if err != nil {
 		return nil, err
 	}
-	c := p.RuntimeContract
-	if c == "" && !p.DropContract {
-		// Writing a new version copies the contract forward (§18.2).
-		cur, err := h.db.Source(ctx, a.ID, 0)
-		if err != nil {
-			return nil, fromDB(err)
-		}
-		c = cur.RuntimeContract
-	}
 	return h.saved(ctx, a.ID, func() (userdb.Version, error) {
-		return h.db.Update(ctx, a.ID, userdb.NewVersion{HTML: p.HTML, Note: p.Note, RuntimeContract: c})
+		// Without a contract of its own the version inherits the current
+		// one (§18.2), in userdb's transaction.
+		return h.db.Update(ctx, a.ID, userdb.NewVersion{HTML: p.HTML, Note: p.Note, RuntimeContract: p.RuntimeContract, DropContract: p.DropContract})
 	})
 }
 

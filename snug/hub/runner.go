@@ -41,6 +41,8 @@ type runner struct {
 	terms   *contract.Contract // the version's valid contract, or nil
 	db      *appdb.Instance    // the storage seat of the current document
 	dropped int                // frames dropped at a full inbox
+
+	chat *chatSession // the chat panel beside the app
 }
 
 // inbound is one thing the tab sent, applied in order.
@@ -50,9 +52,10 @@ type inbound struct {
 	reset bool
 }
 
-// hostReady is what every runner offers: streaming and storage; no net, no
-// open-url yet (an absent flag is how an app knows to render a fallback).
-var hostReady = frame.HostReady{Capabilities: frame.Capabilities{Streaming: true, DB: true}, Theme: frame.ThemeLight}
+// hostReady is what every runner offers: streaming, storage, the governed
+// network and host-mediated open-url, each with its handler wired.
+var hostReady = frame.HostReady{Capabilities: frame.Capabilities{Streaming: true, DB: true, Net: true, OpenURL: true},
+	Theme: frame.ThemeLight}
 
 // attach serves apps.ProviderAttach: a runner tab of this provider wants
 // to show an app. The app is named by its id only: the runner was opened
@@ -76,6 +79,7 @@ func (h *Hub) attach(ctx context.Context, p service.Provider, params json.RawMes
 	}
 	rctx, cancel := context.WithCancel(context.Background()) // the runner outlives the request
 	r := &runner{h: h, link: l, id: ap.Runner, appID: a.ID, ctx: rctx, cancel: cancel, inbox: make(chan inbound, inboxSize)}
+	r.chat = newChatSession(r)
 	r.inst, err = frame.NewInstance(hostReady, func(b []byte) { l.enqueue(r, apps.PieceFrame, b) })
 	if err != nil {
 		cancel()
@@ -94,6 +98,7 @@ func (h *Hub) attach(ctx context.Context, p service.Provider, params json.RawMes
 		return nil, err
 	}
 	go r.serve()
+	go r.chat.run()
 	h.log.Info("runner opened", "app", a.ID, "instance", p.InstanceID())
 	return h.appInfo(a), nil
 }
@@ -126,6 +131,9 @@ func (r *runner) showDisplay() {
 	r.mu.Unlock()
 	d.Agent = r.h.agentReady()
 	d.AgentBlocked = r.h.budget(r.appID).Exhausted()
+	if c, err := r.h.readAgent(context.Background()); err == nil {
+		d.AgentUnconfirmed = c.unconfirmed && c.provider != apps.AgentNone
+	}
 	data, _ := json.Marshal(d)
 	r.link.enqueue(r, apps.PieceApp, data)
 }
@@ -209,11 +217,9 @@ func (r *runner) receive(raw []byte) {
 	case *frame.AppMessage:
 		go r.turn(in.Request, f)
 	case *frame.NetRequest:
-		go in.Request.Fail(frame.ResponseError{Code: frame.CodeHostError,
-			Message: "this host has no network capability (host-ready capabilities.net is absent)"})
+		go r.serveNet(in.Request, f)
 	case *frame.OpenURLRequest:
-		go in.Request.Respond(&frame.OpenURLResult{Status: frame.OpenURLRefused,
-			Reason: "this host does not open URLs (host-ready capabilities.openUrl is absent)"})
+		go r.serveOpenURL(in.Request, f)
 	}
 }
 

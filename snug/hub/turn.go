@@ -24,6 +24,11 @@ const (
 	settingModel    = "model"
 	settingMCPHost  = "mcpHost"
 	secretKey       = "byok:" + apps.AgentOpenAI
+	// settingAgentUnconfirmed marks agent settings that came with an
+	// imported file (spec §9: they are executable config): app turns wait
+	// until the user confirms them. Only an import sets it, in its own
+	// transaction, so the file cannot pre-confirm.
+	settingAgentUnconfirmed = "agentUnconfirmed"
 )
 
 // defaultMaxTokens bounds a sampled reply without a contract's narrower
@@ -39,6 +44,7 @@ type sampler struct {
 // agentConfig is the stored configuration.
 type agentConfig struct {
 	provider, endpoint, model, mcpHost string
+	unconfirmed                        bool
 }
 
 func (h *Hub) readAgent(ctx context.Context) (agentConfig, error) {
@@ -60,6 +66,11 @@ func (h *Hub) readAgent(ctx context.Context) (agentConfig, error) {
 	if c.provider == "" {
 		c.provider = apps.AgentNone
 	}
+	raw, _, err := db.Setting(ctx, settingAgentUnconfirmed)
+	if err != nil {
+		return agentConfig{}, err
+	}
+	c.unconfirmed = string(raw) == "true"
 	return c, nil
 }
 
@@ -72,7 +83,8 @@ func (h *Hub) agentInfo(ctx context.Context) (apps.Agent, error) {
 	if err != nil {
 		return apps.Agent{}, err
 	}
-	a := apps.Agent{Provider: c.provider, Endpoint: c.endpoint, Model: c.model, HasKey: hasKey, MCPHost: c.mcpHost, Samplers: []string{}}
+	a := apps.Agent{Provider: c.provider, Endpoint: c.endpoint, Model: c.model, HasKey: hasKey, MCPHost: c.mcpHost, Samplers: []string{},
+		Unconfirmed: c.unconfirmed}
 	h.mu.Lock()
 	for _, s := range h.samplers {
 		a.Samplers = append(a.Samplers, s.host)
@@ -108,7 +120,8 @@ func (h *Hub) agentSet(ctx context.Context, _ service.Client, params json.RawMes
 		b, _ := json.Marshal(s)
 		return b
 	}
-	values := map[string]json.RawMessage{settingProvider: str(p.Provider), settingEndpoint: nil, settingModel: nil, settingMCPHost: nil}
+	values := map[string]json.RawMessage{settingProvider: str(p.Provider), settingEndpoint: nil, settingModel: nil, settingMCPHost: nil,
+		settingAgentUnconfirmed: nil} // settings the user chose are confirmed
 	switch p.Provider {
 	case apps.AgentOpenAI:
 		if _, err := agent.CheckEndpoint(p.Endpoint); err != nil {
@@ -127,6 +140,34 @@ func (h *Hub) agentSet(ctx context.Context, _ service.Client, params json.RawMes
 		}
 	}
 	h.log.Info("agent for app turns set", "provider", p.Provider)
+	for _, r := range h.runners() {
+		r.showDisplay()
+	}
+	return h.agentGet(ctx, nil, nil)
+}
+
+// agentConfirm confirms the agent settings an import brought, exactly as
+// the user saw them: settings that changed since are STALE_TARGET.
+func (h *Hub) agentConfirm(ctx context.Context, _ service.Client, params json.RawMessage) (any, error) {
+	var p apps.AgentConfirmParams
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	db, err := h.store()
+	if err != nil {
+		return nil, err
+	}
+	c, err := h.readAgent(ctx)
+	if err != nil {
+		return nil, fromDB(err)
+	}
+	if p.Provider != c.provider || p.Endpoint != c.endpoint || p.Model != c.model || p.MCPHost != c.mcpHost {
+		return nil, wire.Err(wire.CodeStaleTarget)
+	}
+	if err := db.SetSettings(ctx, map[string]json.RawMessage{settingAgentUnconfirmed: nil}); err != nil {
+		return nil, fromDB(err)
+	}
+	h.log.Info("imported agent settings confirmed", "provider", c.provider, "endpoint", c.endpoint)
 	for _, r := range h.runners() {
 		r.showDisplay()
 	}
@@ -169,12 +210,19 @@ func (h *Hub) agentReady() bool {
 // errNoAgent: app turns have nowhere to go.
 var errNoAgent = errors.New("no agent")
 
+// errAgentUnconfirmed: the agent settings came with an imported file and
+// wait for the user's confirmation.
+var errAgentUnconfirmed = errors.New("the agent settings are unconfirmed")
+
 // agent returns the agent of the configuration, or a frame error that
 // says what to do.
 func (h *Hub) agent(ctx context.Context) (agent.Agent, error) {
 	c, err := h.readAgent(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.unconfirmed && c.provider != apps.AgentNone {
+		return nil, errAgentUnconfirmed
 	}
 	switch c.provider {
 	case apps.AgentOpenAI:
@@ -245,7 +293,10 @@ func (r *runner) turn(p *frame.Pending, m *frame.AppMessage) {
 	ag, err := r.h.agent(ctx)
 	if err != nil {
 		msg := "no agent is configured for app turns: run `broker app agent --endpoint URL --model M`, or `broker app agent --mcp` with an MCP host that supports sampling"
-		if !errors.Is(err, errNoAgent) {
+		switch {
+		case errors.Is(err, errAgentUnconfirmed):
+			msg = "the agent settings came with an imported file and wait for your confirmation: check them with `broker app agent`, then run `broker app agent --confirm`"
+		case !errors.Is(err, errNoAgent):
 			msg = "the agent configuration cannot be read"
 		}
 		p.Fail(frame.ResponseError{Code: frame.CodeHostError, Message: msg})

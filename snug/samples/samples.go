@@ -12,5 +12,17 @@ import _ "embed"
 //go:embed notebook.html
 var Notebook string
 
+// Tasks is "Tasks": a connected app. It lists and adds the user's tasks at
+// a task service through a connection (snug-connection://tasks/…) the user
+// approves in the tab; it never sees the key, and every change is asked.
+// TasksConnection is a requirement for it to declare, for a service at
+// api.tasks.example; edit the host and the header for a real one.
+//
+//go:embed tasks.html
+var Tasks string
+
+//go:embed tasks.connection.json
+var TasksConnection string
+
 // All are the samples by name.
-var All = map[string]string{"notebook": Notebook}
+var All = map[string]string{"notebook": Notebook, "tasks": Tasks}

@@ -56,8 +56,11 @@ type NewVersion struct {
 	HTML string
 	Note string
 	// RuntimeContract is the version's runtime contract JSON (Part IV),
-	// stored verbatim; empty for none. Checking it is the caller's job.
+	// stored verbatim. Checking it is the caller's job. Empty: [DB.Update]
+	// copies the current version's contract forward (spec §18.2), unless
+	// DropContract says the version has none.
 	RuntimeContract string
+	DropContract    bool
 	// Pinned keeps the version forever (a starter update); ordinary
 	// edits are unpinned.
 	Pinned bool
@@ -227,14 +230,28 @@ func (db *DB) Versions(ctx context.Context, id string) ([]Version, error) {
 
 // Update stores v as the app's new current version (numbered one past the
 // newest) and prunes the oldest unpinned versions beyond [VersionsRetained].
+// The runtime contract is custody of the host (spec §18.2): without one of
+// its own (and without DropContract) the new version gets the current
+// version's, copied in the same transaction.
 func (db *DB) Update(ctx context.Context, id string, v NewVersion) (Version, error) {
 	if v.HTML == "" {
 		return Version{}, errorf(ErrInvalid, "empty HTML")
 	}
-	return db.addVersion(ctx, id, func(context.Context, *sql.Conn) (NewVersion, error) { return v, nil })
+	return db.addVersion(ctx, id, func(ctx context.Context, c *sql.Conn) (NewVersion, error) {
+		if v.RuntimeContract != "" || v.DropContract {
+			return v, nil
+		}
+		err := c.QueryRowContext(ctx, `SELECT coalesce(v.runtime_contract_json, '') FROM snug_app_versions v
+			JOIN snug_apps a ON a.app_id = v.app_id AND a.current_version = v.version WHERE a.app_id = ?`, id).Scan(&v.RuntimeContract)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil // no current version row: nothing to copy
+		}
+		return v, err
+	})
 }
 
-// Revert makes a copy of version n (its HTML and runtime contract) the
+// Revert makes a copy of version n (its HTML and runtime contract, or its
+// lack of one: reverted code runs under the contract it shipped with) the
 // app's new current version: with v1..v3, Revert(2) creates v4 holding
 // v2's HTML, and the history stays v4, v3, v2, v1. The copy is unpinned.
 func (db *DB) Revert(ctx context.Context, id string, n int) (Version, error) {
@@ -259,6 +276,7 @@ func copyOf(ctx context.Context, c *sql.Conn, query string, args ...any) (NewVer
 		return v, errorf(ErrNotFound, "no such version of app %q", args[0])
 	}
 	v.Note = "copy of v" + strconv.Itoa(from)
+	v.DropContract = v.RuntimeContract == ""
 	return v, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dsh-browser/broker/snug/userdb"
@@ -154,16 +155,50 @@ func TestRevertCopiesForward(t *testing.T) {
 	}
 }
 
-func TestRuntimeContractIsCopiedForward(t *testing.T) {
+// TestRuntimeContractCustody: a new version inherits the current contract
+// unless it brings its own or drops it; revert and reset copy the target's
+// contract, an absent one included.
+func TestRuntimeContractCustody(t *testing.T) {
 	db, path := mustOpen(t, userdb.Options{})
-	app := mustInstall(t, db, "A")
-	db.Update(ctx, app.ID, userdb.NewVersion{HTML: "<html>v2</html>", RuntimeContract: `{"c":2}`})
-	db.Update(ctx, app.ID, userdb.NewVersion{HTML: "<html>v3</html>"})
-	db.Revert(ctx, app.ID, 2)
+	app, err := db.InstallVersion(ctx, userdb.AppMeta{DisplayName: "A"}, userdb.NewVersion{HTML: "<html>v1</html>", RuntimeContract: `{"c":1}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []func() (userdb.Version, error){
+		func() (userdb.Version, error) {
+			return db.Update(ctx, app.ID, userdb.NewVersion{HTML: "<html>v2</html>"})
+		}, // v2 inherits c1
+		func() (userdb.Version, error) {
+			return db.Update(ctx, app.ID, userdb.NewVersion{HTML: "<html>v3</html>", RuntimeContract: `{"c":3}`})
+		}, // v3 its own
+		func() (userdb.Version, error) {
+			return db.Update(ctx, app.ID, userdb.NewVersion{HTML: "<html>v4</html>", DropContract: true})
+		}, // v4 none
+		func() (userdb.Version, error) {
+			return db.Update(ctx, app.ID, userdb.NewVersion{HTML: "<html>v5</html>"})
+		}, // v5 inherits none
+		func() (userdb.Version, error) { return db.Revert(ctx, app.ID, 3) },    // v6 = v3 with c3
+		func() (userdb.Version, error) { return db.Revert(ctx, app.ID, 4) },    // v7 = v4, none
+		func() (userdb.Version, error) { return db.FactoryReset(ctx, app.ID) }, // v8 = v1 with c1
+	}
+	for i, step := range steps {
+		if _, err := step(); err != nil {
+			t.Fatalf("step %d: %v", i+2, err)
+		}
+		if i == 0 { // v2 is pruned by the end
+			if s, err := db.Source(ctx, app.ID, 2); err != nil || s.RuntimeContract != `{"c":1}` {
+				t.Fatalf("v2 %+v %v: the contract was not copied forward", s, err)
+			}
+		}
+	}
 	db.Close()
-	got := queryStrings(t, raw(t, path), `SELECT coalesce(runtime_contract_json, '-') FROM snug_app_versions ORDER BY version`)
-	if !slices.Equal(got, []string{"-", `{"c":2}`, "-", `{"c":2}`}) {
-		t.Fatalf("contracts %v", got)
+	got := queryStrings(t, raw(t, path), `SELECT version || ':' || html || ':' || coalesce(runtime_contract_json, '-') FROM snug_app_versions ORDER BY version`)
+	want := []string{
+		`1:<html>v1</html>:{"c":1}`, `4:<html>v4</html>:-`, `5:<html>v5</html>:-`,
+		`6:<html>v3</html>:{"c":3}`, `7:<html>v4</html>:-`, `8:<html>v1</html>:{"c":1}`,
+	}
+	if !slices.Equal(got, want) { // v2 and v3 were pruned (five unpinned kept)
+		t.Fatalf("versions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -15,6 +15,7 @@ const (
 	CodeNotFound    = "USERDB_NOT_FOUND"    // no such app or version
 	CodeClosed      = "USERDB_CLOSED"       // the DB was closed
 	CodeInvalid     = "USERDB_INVALID"      // bad caller input (our choice: the reference throws untyped)
+	CodeReplaced    = "USERDB_REPLACED"     // an import replaced the data a runtime was working on
 )
 
 // Error is a failure with a spec code. Sentinels below are *Error values;
@@ -41,6 +42,9 @@ var (
 	ErrClosed = &Error{CodeClosed, "the user database is closed"}
 	// ErrInvalid: bad input from the caller (metadata too long, empty HTML…).
 	ErrInvalid = &Error{CodeInvalid, "invalid input"}
+	// ErrReplaced: an import replaced the user database after this runtime
+	// was materialised; its changes were not written back.
+	ErrReplaced = &Error{CodeReplaced, "the user database was replaced by an import; the change was not saved"}
 )
 
 // Errors of Open. They carry no wire code: they are the daemon's problem,

@@ -30,6 +30,11 @@ import (
 //     last one request) and the reads that take a table or index name
 //     (table_info, index_list, foreign_key_check, integrity_check, …).
 //     A PRAGMA without a value only reads and is allowed.
+//   - temporary objects named snug_…, and any use of the data lane's change
+//     log but by its own triggers (see Apply).
+//   - while [Runtime.Apply] runs, any statement that would change a schema
+//     (main or temp) and every PRAGMA with a value: the data lane changes
+//     data only.
 //
 // The connection is also in SQLite's defensive mode (no writable_schema,
 // no sqlite_dbpage writes), has SQLITE_LIMIT_ATTACHED 0 and a max_page_count
@@ -41,6 +46,20 @@ func (rt *Runtime) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbN
 	deny := func(why string) sqlite.AuthorizerReturnCode {
 		rt.denied.Store(&why)
 		return sqlite.AuthorizerDeny
+	}
+	if rt.applying.Load() {
+		switch action {
+		case sqlite.AuthCreateIndex, sqlite.AuthCreateTable, sqlite.AuthCreateTrigger, sqlite.AuthCreateView,
+			sqlite.AuthCreateTempIndex, sqlite.AuthCreateTempTable, sqlite.AuthCreateTempTrigger, sqlite.AuthCreateTempView,
+			sqlite.AuthDropIndex, sqlite.AuthDropTable, sqlite.AuthDropTrigger, sqlite.AuthDropView,
+			sqlite.AuthDropTempIndex, sqlite.AuthDropTempTable, sqlite.AuthDropTempTrigger, sqlite.AuthDropTempView,
+			sqlite.AuthAlterTable, sqlite.AuthReindex, sqlite.AuthAnalyze:
+			return deny("a data change cannot change the schema")
+		case sqlite.AuthPragma:
+			if arg2 != "" {
+				return deny("a data change cannot set a PRAGMA")
+			}
+		}
 	}
 	switch action {
 	case sqlite.AuthAttach, sqlite.AuthDetach:
@@ -56,6 +75,16 @@ func (rt *Runtime) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbN
 	case sqlite.AuthPragma:
 		if arg2 != "" && !argPragmas[strings.ToLower(arg1)] {
 			return deny("PRAGMA " + arg1 + " cannot be set")
+		}
+	case sqlite.AuthCreateTempTable, sqlite.AuthCreateTempTrigger, sqlite.AuthCreateTempView, sqlite.AuthCreateTempIndex,
+		sqlite.AuthDropTempTable, sqlite.AuthDropTempTrigger, sqlite.AuthDropTempView, sqlite.AuthDropTempIndex:
+		if strings.HasPrefix(strings.ToLower(arg1), "snug_") {
+			return deny("temporary objects named snug_… are the host's")
+		}
+	case sqlite.AuthRead, sqlite.AuthInsert, sqlite.AuthUpdate, sqlite.AuthDelete:
+		// The data lane's change log is written by its own triggers only.
+		if dbName == "temp" && strings.EqualFold(arg1, changeLog) && !strings.HasPrefix(trigger, changeTriggerPrefix) {
+			return deny("the host's change log is out of reach")
 		}
 	}
 	return sqlite.AuthorizerOK
@@ -87,27 +116,17 @@ func (rt *Runtime) Exec(ctx context.Context, text string, params []any) (columns
 	if rt.closed {
 		return nil, nil, ErrClosed
 	}
-	if strings.IndexByte(text, 0) >= 0 {
-		return nil, nil, errorf(ErrSQL, "the SQL contains a NUL byte")
-	}
-	switch countStatements(text) {
-	case 0:
-		return nil, nil, errorf(ErrSQL, "no SQL statement to execute")
-	case 1:
-	default:
-		return nil, nil, ErrMultiStatement
+	if err := checkOne(text); err != nil {
+		return nil, nil, err
 	}
 	schemaBefore, err := rt.schemaVersion(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	rt.denied.Store(nil)
-	columns, rows, err = rt.query(ctx, text, params)
+	columns, rows, _, err = rt.query(ctx, text, params, -1)
 	if err != nil {
-		if why := rt.denied.Load(); why != nil {
-			return nil, nil, errorf(ErrForbidden, "%s", *why)
-		}
-		return nil, nil, errorf(ErrSQL, "%v", err)
+		return nil, nil, rt.refusal(err)
 	}
 	schemaAfter, err := rt.schemaVersion(ctx)
 	if err != nil {
@@ -119,25 +138,53 @@ func (rt *Runtime) Exec(ctx context.Context, text string, params []any) (columns
 	return columns, rows, nil
 }
 
-func (rt *Runtime) query(ctx context.Context, text string, params []any) ([]string, [][]any, error) {
+// checkOne refuses SQL text that is not exactly one statement.
+func checkOne(text string) error {
+	if strings.IndexByte(text, 0) >= 0 {
+		return errorf(ErrSQL, "the SQL contains a NUL byte")
+	}
+	switch countStatements(text) {
+	case 0:
+		return errorf(ErrSQL, "no SQL statement to execute")
+	case 1:
+		return nil
+	default:
+		return ErrMultiStatement
+	}
+}
+
+// refusal maps a failed statement to ErrForbidden when the authorizer
+// refused it, else to ErrSQL.
+func (rt *Runtime) refusal(err error) error {
+	if why := rt.denied.Load(); why != nil {
+		return errorf(ErrForbidden, "%s", *why)
+	}
+	return errorf(ErrSQL, "%v", err)
+}
+
+// query runs text and returns at most maxRows rows (all with -1); more
+// reports that there were more.
+func (rt *Runtime) query(ctx context.Context, text string, params []any, maxRows int) (columns []string, rows [][]any, more bool, err error) {
 	r, err := rt.conn.QueryContext(ctx, text, params...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	defer r.Close()
-	columns, err := r.Columns()
-	if err != nil {
-		return nil, nil, err
+	if columns, err = r.Columns(); err != nil {
+		return nil, nil, false, err
 	}
-	rows := [][]any{}
+	rows = [][]any{}
 	for r.Next() {
+		if len(rows) == maxRows {
+			return columns, rows, true, nil
+		}
 		cells := make([]any, len(columns))
 		ptrs := make([]any, len(columns))
 		for i := range cells {
 			ptrs[i] = &cells[i]
 		}
 		if err := r.Scan(ptrs...); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		for i, c := range cells {
 			if t, ok := c.(time.Time); ok {
@@ -146,7 +193,7 @@ func (rt *Runtime) query(ctx context.Context, text string, params []any) ([]stri
 		}
 		rows = append(rows, cells)
 	}
-	return columns, rows, r.Err()
+	return columns, rows, false, r.Err()
 }
 
 // timeText renders a time the driver parsed from TEXT (see Exec).
@@ -301,10 +348,14 @@ func (rt *Runtime) Import(ctx context.Context, image []byte) error {
 // object's name breaks the naming rule or its DDL is not a single CREATE of
 // its kind ([ErrInvalidName]: the name is never put into SQL), when the
 // file would grow past its cap ([ErrTooLarge], the whole write-back rolled
-// back), or when the app was removed meanwhile ([ErrNotFound]).
+// back), when the app was removed meanwhile ([ErrNotFound]), or when an
+// import replaced the user database since materialisation ([ErrReplaced]).
 func (rt *Runtime) WriteBack(ctx context.Context) error {
 	if rt.closed {
 		return ErrClosed
+	}
+	if rt.scratch {
+		return errScratch
 	}
 	v, err := rt.version()
 	if err != nil || v == rt.dataVersion && !rt.replaced {
@@ -328,6 +379,9 @@ func (rt *Runtime) WriteBack(ctx context.Context) error {
 	now := timestamp(db.opts.Now())
 	err = db.withRuntime(ctx, rt, func(c *sql.Conn) error {
 		return db.tx(ctx, true, func(c *sql.Conn) error {
+			if rt.generation != db.generation.Load() {
+				return ErrReplaced
+			}
 			if err := appExists(ctx, c, rt.appID); err != nil {
 				return err
 			}
@@ -335,7 +389,7 @@ func (rt *Runtime) WriteBack(ctx context.Context) error {
 				return err
 			}
 			for _, t := range tables {
-				if err := restoreTable(ctx, c, t, RestTableName(rt.token, t.Name)); err != nil {
+				if err := restoreTable(ctx, c, t, RestTableName(rt.token, t.Name), "app", t.Name); err != nil {
 					return err
 				}
 			}
@@ -431,13 +485,14 @@ func (rt *Runtime) snapshot(ctx context.Context) (registry, []object, error) {
 	return reg, tables, nil
 }
 
-// restoreTable creates the at-rest table rest for runtime table t and
-// copies its rows, inside the write-back transaction. The DDL runs verbatim
+// restoreTable creates the at-rest table rest for table t and copies the
+// rows of srcSchema.src into it (the runtime's table at write-back, the
+// file's at-rest table at import), inside the caller's transaction. The DDL runs verbatim
 // on the hub connection, so it is checked to have made exactly the one new,
 // empty table t in main before anything else happens; the rename then
 // happens under legacy_alter_table, a pure name swap that touches no other
 // table's DDL.
-func restoreTable(ctx context.Context, c *sql.Conn, t object, rest string) error {
+func restoreTable(ctx context.Context, c *sql.Conn, t object, rest, srcSchema, src string) error {
 	count := func() (int, error) {
 		var n int
 		err := c.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master`).Scan(&n)
@@ -470,5 +525,5 @@ func restoreTable(ctx context.Context, c *sql.Conn, t object, rest string) error
 	if _, err := c.ExecContext(ctx, fmt.Sprintf("ALTER TABLE main.%s RENAME TO %s", quoteIdent(t.Name), quoteIdent(rest))); err != nil {
 		return err
 	}
-	return copyRows(ctx, c, "main", rest, "app", t.Name)
+	return copyRows(ctx, c, "main", rest, srcSchema, src)
 }

@@ -64,9 +64,12 @@ type Runtime struct {
 	unlock func()
 
 	replaced    bool                   // Import swapped the database in: write it back
+	scratch     bool                   // a throwaway copy (DB.Scratch): never written back
 	sandboxed   atomic.Bool            // the authorizer applies the app policy
+	applying    atomic.Bool            // Apply runs: data changes only
 	denied      atomic.Pointer[string] // why the authorizer last refused
 	dataVersion uint32                 // at materialisation: unchanged means nothing to write
+	generation  uint64                 // the DB's at materialisation (see ErrReplaced)
 	ddl         []string               // statements this runtime ran that changed the schema
 	closed      bool
 }
@@ -94,6 +97,7 @@ func (db *DB) Materialise(ctx context.Context, id string) (_ *Runtime, err error
 		if err := appExists(ctx, c, id); err != nil {
 			return err
 		}
+		rt.generation = db.generation.Load()
 		var raw string
 		err := c.QueryRowContext(ctx, `SELECT schema_json FROM snug_app_schemas WHERE app_id = ?`, id).Scan(&raw)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {

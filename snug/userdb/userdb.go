@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +45,9 @@ type DB struct {
 
 	sqldb *sql.DB
 	apps  appLocks // one app's runtime at a time (see Materialise)
+	// generation counts imports: a runtime materialised before one must
+	// not write its stale copy back over the imported data.
+	generation atomic.Uint64
 
 	// mu guards conn and closed, and is held for the whole of every use of
 	// conn: the connection is shared and has per-connection state (ATTACH).

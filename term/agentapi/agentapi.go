@@ -250,7 +250,7 @@ type Event struct {
 	Session string    `json:"session"`
 	Kind    EventKind `json:"kind"`
 
-	State *State `json:"state,omitempty"` // EventState
+	State *State `json:"state,omitempty"` // EventState; EventAdmission when it admits into the session
 
 	Conn       uint64          `json:"conn,omitempty"`       // EventAgent, EventAdmission
 	Generation uint64          `json:"generation,omitempty"` // EventAgent

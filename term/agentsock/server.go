@@ -311,27 +311,18 @@ func (s *Server) Event(ev agentapi.Event) {
 	}
 	switch ev.Kind {
 	case agentapi.EventState:
-		old := v.state
-		v.state = ev.State
-		for _, c := range s.conns {
-			was, is := old.Participates(c.id), ev.State.Participates(c.id)
-			switch {
-			case was && !is:
-				c.event(agentapi.EventToolsChanged, map[string]any{}, nil)
-			case !was && is:
-				c.mu.Lock()
-				if c.bound == "" {
-					c.bound = ev.Session
-				}
-				c.mu.Unlock()
-				c.event(agentapi.EventToolsChanged, map[string]any{"session": ev.Session}, nil)
-			}
-		}
+		s.setStateLocked(ev.Session, v, ev.State)
 	case agentapi.EventAgent:
 		if c := s.conns[ev.Conn]; c != nil {
 			c.eventRaw(ev.Name, ev.Params, &boundary{session: ev.Session, gen: ev.Generation})
 		}
 	case agentapi.EventAdmission:
+		// The state that lists an admitted connection comes with the
+		// answer and is applied first: a request released by the answer
+		// finds its session.
+		if ev.State != nil {
+			s.setStateLocked(ev.Session, v, ev.State)
+		}
 		if c := s.conns[ev.Conn]; c != nil && c.admit(ev.Allowed) {
 			if !ev.Allowed {
 				s.refuse("the owner denied the connection", "conn", c.id)
@@ -354,6 +345,27 @@ func (s *Server) Event(ev agentapi.Event) {
 			if v.state.Participates(c.id) {
 				c.event(agentapi.EventToolsChanged, map[string]any{}, nil)
 			}
+		}
+	}
+}
+
+// setStateLocked records a session's new state and tells each connection
+// whose participation changed.
+func (s *Server) setStateLocked(id string, v *view, st *agentapi.State) {
+	old := v.state
+	v.state = st
+	for _, c := range s.conns {
+		was, is := old.Participates(c.id), st.Participates(c.id)
+		switch {
+		case was && !is:
+			c.event(agentapi.EventToolsChanged, map[string]any{}, nil)
+		case !was && is:
+			c.mu.Lock()
+			if c.bound == "" {
+				c.bound = id
+			}
+			c.mu.Unlock()
+			c.event(agentapi.EventToolsChanged, map[string]any{"session": id}, nil)
 		}
 	}
 }

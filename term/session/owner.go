@@ -164,15 +164,17 @@ func (s *Session) Answer(yes bool) {
 		delete(s.clients, q.id)
 	case AskAdmission:
 		s.answered[q.Conn] = true
-		// The answer first: an agent told it participates here (by the
-		// state) must find itself admitted when it asks, even when the
-		// events are relayed one by one.
-		if s.sink != nil {
-			s.sink.Event(agentapi.Event{Session: s.id, Kind: agentapi.EventAdmission, Conn: q.Conn, Allowed: yes})
-		}
+		// The answer carries the state that lists the connection, in one
+		// event: a request that waited for the answer must find the
+		// session it may use, and an agent told it participates must find
+		// itself admitted, even when the events are relayed one by one.
+		ev := agentapi.Event{Session: s.id, Kind: agentapi.EventAdmission, Conn: q.Conn, Allowed: yes}
 		if yes && s.shared {
 			s.participants[q.Conn] = true
-			s.emitStateLocked()
+			ev.State = s.stateLocked()
+		}
+		if s.sink != nil {
+			s.sink.Event(ev)
 		}
 	case AskJoin:
 		if yes {

@@ -248,6 +248,9 @@ func (r *relay) deliver(ev agentapi.Event) {
 				"instance", r.p.InstanceID(), "conn", ev.Conn)
 			return
 		}
+		if ev.State != nil {
+			ev.State.ID = r.id
+		}
 	case agentapi.EventAgent, agentapi.EventAttended, agentapi.EventClosed:
 	default:
 		r.svc.refusals.Refuse("unknown terminal event", "session", r.id, "kind", ev.Kind)

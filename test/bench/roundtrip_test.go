@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -337,11 +338,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 			call := r.start(b)
 			ctx := context.Background()
 			b.ReportAllocs()
+			cpu := startCPU(b)
 			for b.Loop() {
 				if err := check(call(ctx)); err != nil {
 					b.Fatal(err)
 				}
 			}
+			cpu.report()
 		})
 	}
 }
@@ -361,6 +364,7 @@ func BenchmarkRoundTripParallel(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := startCPU(b)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if err := check(call(ctx)); err != nil {
@@ -369,6 +373,44 @@ func BenchmarkRoundTripParallel(b *testing.B) {
 					}
 				}
 			})
+			cpu.report()
 		})
 	}
+}
+
+// cpuClock measures the CPU time (user and system) the whole process spends
+// during a benchmark's loop, and how often its threads were switched out.
+// Client, broker or relay, and provider share the process, so cpu-ns/op is
+// the work of one round trip on every party. On a machine shared with other
+// work, wall time also counts the time a runnable thread waits for a core,
+// and a path whose goroutines wake other threads more often waits more;
+// CPU time does not, so it separates what a path costs from what the
+// machine's load adds, and ctxsw/op (voluntary and involuntary context
+// switches) counts the wake-ups that expose a path to that load.
+type cpuClock struct {
+	b     *testing.B
+	start syscall.Rusage
+}
+
+func startCPU(b *testing.B) cpuClock { return cpuClock{b, rusage(b)} }
+
+// report adds cpu-ns/op and ctxsw/op to the benchmark's results.
+func (c cpuClock) report() {
+	if c.b.N == 0 {
+		return
+	}
+	end := rusage(c.b)
+	cpu := func(ru syscall.Rusage) int64 { return ru.Utime.Nano() + ru.Stime.Nano() }
+	switches := func(ru syscall.Rusage) int64 { return ru.Nvcsw + ru.Nivcsw }
+	c.b.ReportMetric(float64(cpu(end)-cpu(c.start))/float64(c.b.N), "cpu-ns/op")
+	c.b.ReportMetric(float64(switches(end)-switches(c.start))/float64(c.b.N), "ctxsw/op")
+}
+
+// rusage returns the resources the process has used so far.
+func rusage(tb testing.TB) syscall.Rusage {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return ru
 }

@@ -9,24 +9,31 @@
 //   DSH_BROKER_BIN        the built broker binary
 //   DSH_RUNTIME_DIR       that broker's runtime directory
 //   DSH_INSTANCE, DSH_TAB the connected browser and the tab to claim
-//   DSH_PAGES_ORIGIN      http://127.0.0.1:<port> serving /form, /counter, /big
+//   DSH_PAGES_ORIGIN      http://127.0.0.1:<port> serving the test pages
 //   DSH_CONTROL_URL       GET <it>/navigate?path=/big loads a page in the broker's tab
 //   DSH_CHROMIUM_BIN      the Chromium binary the anchors launch
 //   DSH_CHROMIUM_VERSION  its --version, for the report
 //   DSH_MCPBENCH_N        measured iterations (default 15)
 //   DSH_MCPBENCH_WARMUP   warm-up iterations, not counted (default 2)
+//   DSH_MCPBENCH_COLD     cold starts per server (default 3; 0 skips them)
 //   DSH_MCPBENCH_PLAYWRIGHT_ARGS  extra flags for @playwright/mcp, split at
 //                         spaces (e.g. "--timeout-settle 0")
 //   DSH_MCPBENCH_DUMP     a directory: write there what each server answered
 //                         (snapshot, find, click) in the last iteration
 //
-// Every iteration, for each page and each server in turn (the order rotates
+// First, for each server in turn, a few cold starts: a fresh server
+// process, from its start to its first snapshot of /form (what a host pays
+// when a session begins, the anchors' own browser launch included). Then
+// every iteration, for each page and each server in turn (the order rotates
 // from one iteration to the next), it loads the page afresh (not timed),
 // takes the snapshot a model would read (timed: bytes and milliseconds),
-// and on /counter and /big clicks a button by the ref from that snapshot
+// and on the pages with a button clicks it by the ref from that snapshot
 // (timed) and checks with one more snapshot (not timed) that the click
-// happened. It prints a Markdown table of medians and p90s with ratios to
-// broker mcp, then one JSON line with every sample.
+// happened. broker mcp clicks twice, each time on a page loaded afresh:
+// once without an expectation and once with action.expected (the anchors
+// have no such thing: their one click stands for both). It prints Markdown
+// tables of medians and p90s with ratios to broker mcp, then one JSON line
+// with every sample.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -52,10 +59,15 @@ for (const [k, v] of Object.entries(env)) {
   }
 }
 const N = Number(process.env.DSH_MCPBENCH_N || 15);
+const COLD = Number(process.env.DSH_MCPBENCH_COLD ?? 3);
 const WARMUP = Number(process.env.DSH_MCPBENCH_WARMUP || 2);
 const DUMP = process.env.DSH_MCPBENCH_DUMP;
 const PLAYWRIGHT_ARGS = (process.env.DSH_MCPBENCH_PLAYWRIGHT_ARGS ?? '').split(' ').filter(Boolean);
 const SETTLE_MS = 250; // after each page load, for every server alike (not timed)
+// Every browser of the benchmark resolves no host name but loopback, as the
+// broker's does (test/harness/chromium): a page can never reach past this
+// machine.
+const RESOLVER_RULES = '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost';
 
 const log = (...a) => console.error('[mcpbench]', ...a);
 const textOf = (r) => (r.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
@@ -64,15 +76,17 @@ const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 // The tasks. click: the button's accessible name, and the text on the page
 // once it has been clicked (the page is loaded afresh before each click).
-// expect: broker mcp's click carries action.expected {text: after}, as its
-// tool description advises. Not on /big: the broker checks the expected
-// text against its bounded observation, which stops long before "Target",
-// so the postcondition can never pass there (the act re-observes until its
-// 10 s deadline and answers failed although the click happened).
+// expect: broker mcp also clicks with action.expected {text: after}, as its
+// tool description advises. On /big that click is made once per run, not
+// every iteration (bigExpect): the broker has checked the expected text
+// against its bounded observation, which stops long before "Target", so
+// the act re-observed until its 10 s deadline and answered failed although
+// the click happened; the run records what it answers now.
 const PAGES = [
-  { path: '/form' },
+  { path: '/form', click: { name: 'Greet', after: 'Hello, !', expect: true } },
   { path: '/counter', click: { name: 'Add one', after: 'Clicks: 1', before: 'Clicks: 0', expect: true } },
-  { path: '/big', click: { name: 'Target', after: 'Target clicked', expect: false } },
+  { path: '/swagger', click: { name: 'get /pet/findByStatus', after: 'Try it out', expect: true } },
+  { path: '/big', click: { name: 'Target', after: 'Target clicked', expect: false, bigExpect: true } },
 ];
 
 // Server wraps one MCP client. Subclasses say how to load a page, which tool
@@ -139,12 +153,16 @@ class Broker extends Server {
   // find is the outline's way to an element past its budgets: an
   // observation by exact name.
   find(name) { return this.call('browser_observe', { leaseId: this.leaseId, query: { name, role: 'button' } }); }
-  async click(target, click) {
+  // click clicks, with action.expected when expect; a click whose
+  // expectation the broker could not confirm is returned (its outcome
+  // recorded) when lenient, else it fails the run.
+  async click(target, click, { expect = false, lenient = false } = {}) {
     const action = { kind: 'click', ref: target.ref };
-    if (click.expect) action.expected = { kind: 'text', text: click.after };
+    if (expect) action.expected = { kind: 'text', text: click.after };
     const r = await this.call('browser_act', { leaseId: this.leaseId, documentEpoch: target.epoch, action });
-    const want = click.expect ? /: succeeded \(dispatch observed, postcondition passed\)/ : /: unknown \(dispatch observed, postcondition unverified\)/;
-    if (!want.test(r.text)) this.fail('click did not succeed', r.text);
+    r.outcome = r.text.match(/: (\w+ \(dispatch \w+, postcondition \w+\))/)?.[1] ?? "?";
+    const want = expect ? /: succeeded \(dispatch observed, postcondition passed\)/ : /: unknown \(dispatch observed, postcondition unverified\)/;
+    if (!want.test(r.text) && !lenient) this.fail('click did not succeed', r.text);
     return r;
   }
   // clicked checks the page with a fresh observation (a query on /big,
@@ -155,11 +173,20 @@ class Broker extends Server {
   }
 }
 
+// playwrightConfig writes @playwright/mcp's configuration: the flags its
+// command line cannot give Chromium.
+function playwrightConfig(dir) {
+  const file = join(dir, 'playwright-mcp.json');
+  writeFileSync(file, JSON.stringify({ browser: { launchOptions: { args: [RESOLVER_RULES] } } }));
+  return file;
+}
+
 class Playwright extends Server {
   constructor(dir) {
     super('@playwright/mcp', new StdioClientTransport({
       command: join(here, 'node_modules', '.bin', 'playwright-mcp'),
-      args: ['--browser', 'chromium', '--executable-path', env.chromium, '--headless', '--isolated', '--no-sandbox', '--output-dir', dir, ...PLAYWRIGHT_ARGS],
+      args: ['--config', playwrightConfig(dir), '--browser', 'chromium', '--executable-path', env.chromium, '--headless', '--isolated',
+        '--no-sandbox', '--output-dir', dir, ...PLAYWRIGHT_ARGS],
       cwd: dir, // it writes snapshot files under its working directory
       stderr: 'pipe',
     }));
@@ -175,7 +202,7 @@ class Playwright extends Server {
   click(target, click) { return this.call('browser_click', { element: `${click.name} button`, target: target.ref }); }
   async clicked(click) {
     const { text } = await this.snapshot();
-    return click.name === 'Target' ? text.includes(`button "${click.after}"`) : text.includes(`"${click.after}"`);
+    return click.name === 'Target' ? text.includes(`button "${click.after}"`) : text.includes(click.after);
   }
 }
 
@@ -184,7 +211,7 @@ class DevTools extends Server {
     super('chrome-devtools-mcp', new StdioClientTransport({
       command: join(here, 'node_modules', '.bin', 'chrome-devtools-mcp'),
       args: ['--executablePath', env.chromium, '--headless', '--isolated', '--chromeArg=--no-sandbox',
-        '--no-usage-statistics', '--no-performance-crux'],
+        `--chromeArg=${RESOLVER_RULES}`, '--no-usage-statistics', '--no-performance-crux'],
       cwd: dir,
       stderr: 'pipe',
     }));
@@ -205,20 +232,21 @@ class DevTools extends Server {
   click(target) { return this.call('click', { pageId: this.pageId, uid: target.ref }); }
   async clicked(click) {
     const { text } = await this.snapshot();
-    return click.name === 'Target' ? text.includes(`button "${click.after}"`) : text.includes(`"${click.after}"`);
+    return click.name === 'Target' ? text.includes(`button "${click.after}"`) : text.includes(click.after);
   }
 }
 
-// task runs one page's task on one server and returns its sample.
-async function task(server, page) {
+// task runs one page's task on one server and returns its sample; with
+// expect (broker mcp only), the click carries action.expected.
+async function task(server, page, { expect = false, lenient = false } = {}) {
   await server.load(page.path);
   await sleep(SETTLE_MS);
   const snap = await server.snapshot();
   const dump = (what, text) => {
-    if (DUMP) writeFileSync(join(DUMP, `${server.name.replace(/\W+/g, '_')}${page.path.replace('/', '_')}_${what}.txt`), text);
+    if (DUMP) writeFileSync(join(DUMP, `${server.name.replace(/\W+/g, '_')}${page.path.replace('/', '_')}_${what}${expect ? '_expect' : ''}.txt`), text);
   };
   dump('snapshot', snap.text);
-  const sample = { server: server.name, page: page.path, snapBytes: snap.bytes, snapMs: snap.ms };
+  const sample = { server: server.name, page: page.path, expect, snapBytes: snap.bytes, snapMs: snap.ms };
   if (!page.click) return sample;
   const c = page.click;
   if (c.before && !snap.text.includes(c.before)) server.fail(`no "${c.before}" before the click`, snap.text);
@@ -232,12 +260,35 @@ async function task(server, page) {
     target = server.ref(found.text, c.name);
   }
   if (!target) server.fail(`no button "${c.name}"`, snap.text);
-  const click = await server.click(target, c);
+  const click = await server.click(target, c, { expect, lenient });
   sample.clickMs = click.ms;
   sample.clickBytes = click.bytes;
+  if (click.outcome) sample.outcome = click.outcome;
   dump('click', click.text);
   if (!(await server.clicked(c))) throw new Error(`${server.name}: the click on "${c.name}" on ${page.path} did not happen`);
   return sample;
+}
+
+// coldStart starts a fresh server process and times it to its first
+// snapshot of /form: initialize and tools/list, then for broker mcp the
+// browser list and the claim of its tab (the page is already open in the
+// user's browser), for the anchors the navigation that launches their
+// browser; then the snapshot.
+async function coldStart(make) {
+  const server = make();
+  try {
+    const t0 = performance.now();
+    await server.connect();
+    const connected = performance.now() - t0;
+    if (server instanceof Broker) await server.load('/form'); // not timed: the user's page is there already
+    const t1 = performance.now();
+    if (!(server instanceof Broker)) await server.load('/form');
+    await server.snapshot();
+    return { server: server.name, connectedMs: connected, firstSnapshotMs: connected + performance.now() - t1 };
+  } finally {
+    await server.close();
+    await sleep(1000); // broker mcp's lease ends as its connection does: let it go before the next claim
+  }
 }
 
 function quantile(xs, q) {
@@ -255,7 +306,16 @@ const fmtInt = (x) => (x === undefined ? '–' : Math.round(x).toLocaleString('e
 async function main() {
   const dirs = [];
   const mk = () => { const d = mkdtempSync(join(tmpdir(), 'mcpbench-')); dirs.push(d); return d; };
-  const servers = [new Broker(), new Playwright(mk()), new DevTools(mk())];
+  const makers = [() => new Broker(), () => new Playwright(mk()), () => new DevTools(mk())];
+  const cold = [];
+  for (let i = 0; i < COLD; i++) {
+    for (const make of makers) {
+      const c = await coldStart(make);
+      cold.push(c);
+      log(`${c.server}: cold start ${i + 1}/${COLD}: ${c.firstSnapshotMs.toFixed(0)} ms to the first snapshot`);
+    }
+  }
+  const servers = makers.map((make) => make());
   try {
     for (const s of servers) {
       const t0 = performance.now();
@@ -263,35 +323,45 @@ async function main() {
       log(`${s.name}: connected (${s.version}, ${s.tools} tools) in ${(performance.now() - t0).toFixed(0)} ms`);
     }
     const samples = [];
+    let bigExpect;
     for (let i = 0; i < WARMUP + N; i++) {
       for (const page of PAGES) {
         for (let k = 0; k < servers.length; k++) {
           const s = servers[(i + k) % servers.length];
-          const sample = await task(s, page);
-          if (i >= WARMUP) samples.push({ iter: i - WARMUP, ...sample });
+          const runs = [{}];
+          if (s instanceof Broker && page.click?.expect) runs.push({ expect: true });
+          if (s instanceof Broker && page.click?.bigExpect && i === WARMUP) runs.push({ expect: true, lenient: true });
+          for (const opts of runs) {
+            const sample = await task(s, page, opts);
+            if (opts.lenient) bigExpect = sample;
+            else if (i >= WARMUP) samples.push({ iter: i - WARMUP, ...sample });
+          }
         }
       }
       log(`iteration ${i + 1}/${WARMUP + N}${i < WARMUP ? ' (warm-up)' : ''} done`);
     }
-    report(servers, samples);
+    report(servers, samples, cold, bigExpect);
   } finally {
     await Promise.allSettled(servers.map((s) => s.close()));
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
 }
 
-function report(servers, samples) {
+function report(servers, samples, cold, bigExpect) {
   const broker = servers[0].name;
-  const of = (page, server) => samples.filter((x) => x.page === page && x.server === server);
-  // ratio is the anchor's median over broker mcp's, and (in brackets) the
-  // median of the per-iteration ratios, whose pairs ran next to each other.
-  const ratio = (page, server, f) => {
-    const a = of(page, server).filter((x) => f(x) !== undefined);
-    const b = of(page, broker).filter((x) => f(x) !== undefined);
-    const r = median(a.map(f)) / median(b.map(f));
-    if (server === broker) return '1';
-    const pairs = a.map((x) => [f(x), b.find((y) => y.iter === x.iter)]).filter(([, y]) => y).map(([v, y]) => v / f(y));
-    return `${r.toFixed(2)}× (${median(pairs).toFixed(2)}×)`;
+  const anchors = servers.slice(1).map((s) => s.name);
+  // rows: broker mcp's plain click, its click with action.expected, then
+  // the anchors' (one click each: they have no expectations).
+  const of = (page, server, expect = false) => samples.filter((x) => x.page === page && x.server === server && !!x.expect === expect);
+  // vs is broker mcp's median over the anchor's (above 1: broker mcp costs
+  // more), and in brackets the median of the per-iteration ratios, whose
+  // pairs ran next to each other.
+  const vs = (page, expect, anchor, f) => {
+    const b = of(page, broker, expect).filter((x) => f(x) !== undefined);
+    const a = of(page, anchor).filter((x) => f(x) !== undefined);
+    if (!a.length || !b.length) return '–';
+    const pairs = b.map((x) => [f(x), a.find((y) => y.iter === x.iter)]).filter(([, y]) => y).map(([v, y]) => v / f(y));
+    return `${(median(b.map(f)) / median(a.map(f))).toFixed(2)}× (${median(pairs).toFixed(2)}×)`;
   };
   const range = (xs) => {
     const lo = Math.min(...xs), hi = Math.max(...xs), m = median(xs);
@@ -306,27 +376,34 @@ function report(servers, samples) {
   for (const s of servers) out.push(`- ${s.name}: ${s.version}; ${s.tools} tools, tools/list ${fmtInt(s.toolBytes)} B of JSON`);
   if (PLAYWRIGHT_ARGS.length) out.push(`- @playwright/mcp ran with the extra flags: ${PLAYWRIGHT_ARGS.join(' ')}`);
   out.push('');
-  out.push('Snapshot (ratios to broker mcp: of the medians, and in brackets the median of per-iteration ratios)');
+  out.push(`Ratios: broker mcp ÷ the anchor, of the medians, and in brackets the median of per-iteration ratios (above 1: broker mcp costs more).`);
   out.push('');
-  out.push('| page | server | tool | bytes | ÷ broker | ms median | p90 | ÷ broker |');
-  out.push('|---|---|---|---:|---:|---:|---:|---:|');
+  out.push('Snapshot');
+  out.push('');
+  out.push(`| page | server | tool | bytes | ms median | p90 | ${anchors.map((a) => `broker ÷ ${a} (ms)`).join(' | ')} | ${anchors.map((a) => `broker ÷ ${a} (bytes)`).join(' | ')} |`);
+  out.push(`|---|---|---|---:|---:|---:|${anchors.map(() => '---:').join('|')}|${anchors.map(() => '---:').join('|')}|`);
   for (const page of PAGES) {
     for (const s of servers) {
       const xs = of(page.path, s.name);
-      const bytesRatio = median(xs.map((x) => x.snapBytes)) / median(of(page.path, broker).map((x) => x.snapBytes));
-      out.push(`| ${page.path} | ${s.name} | \`${s.snapshotTool}\` | ${range(xs.map((x) => x.snapBytes))} | ${s.name === broker ? '1' : `${bytesRatio.toFixed(2)}×`} | ${fmtMs(median(xs.map((x) => x.snapMs)))} | ${fmtMs(quantile(xs.map((x) => x.snapMs), 0.9))} | ${ratio(page.path, s.name, (x) => x.snapMs)} |`);
+      const mine = s.name === broker;
+      const bytesVs = (a) => (median(of(page.path, broker).map((x) => x.snapBytes)) / median(of(page.path, a).map((x) => x.snapBytes))).toFixed(3) + '×';
+      out.push(`| ${page.path} | ${s.name} | \`${s.snapshotTool}\` | ${range(xs.map((x) => x.snapBytes))} | ${fmtMs(median(xs.map((x) => x.snapMs)))} | ${fmtMs(quantile(xs.map((x) => x.snapMs), 0.9))} | ${anchors.map((a) => (mine ? vs(page.path, false, a, (x) => x.snapMs) : '')).join(' | ')} | ${anchors.map((a) => (mine ? bytesVs(a) : '')).join(' | ')} |`);
     }
   }
   out.push('');
-  out.push('Click by the snapshot\'s ref; "snapshot → clicked" adds the snapshot (and broker mcp\'s find) to the click');
+  out.push('Click by the snapshot\'s ref (the page loaded afresh before each); "snapshot → clicked" adds the snapshot (and broker mcp\'s find) to the click');
   out.push('');
-  out.push('| page | server | tool | click ms median | p90 | ÷ broker | result bytes | snapshot → clicked ms | ÷ broker | snapshot → clicked bytes | ÷ broker |');
-  out.push('|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  out.push(`| page | server | click ms median | p90 | result bytes | ${anchors.map((a) => `broker ÷ ${a} (click ms)`).join(' | ')} | snapshot → clicked ms | ${anchors.map((a) => `broker ÷ ${a}`).join(' | ')} | outcome |`);
+  out.push(`|---|---|---:|---:|---:|${anchors.map(() => '---:').join('|')}|---:|${anchors.map(() => '---:').join('|')}|---|`);
   for (const page of PAGES.filter((p) => p.click)) {
-    for (const s of servers) {
-      const xs = of(page.path, s.name);
-      const tb = median(xs.map(totalBytes)) / median(of(page.path, broker).map(totalBytes));
-      out.push(`| ${page.path} | ${s.name} | \`${s.clickTool}\` | ${fmtMs(median(xs.map((x) => x.clickMs)))} | ${fmtMs(quantile(xs.map((x) => x.clickMs), 0.9))} | ${ratio(page.path, s.name, (x) => x.clickMs)} | ${range(xs.map((x) => x.clickBytes))} | ${fmtMs(median(xs.map(total)))} | ${ratio(page.path, s.name, total)} | ${fmtInt(median(xs.map(totalBytes)))} | ${s.name === broker ? '1' : `${tb.toFixed(2)}×`} |`);
+    const rows = [[broker, false], ...(page.click.expect ? [[broker, true]] : []), ...anchors.map((a) => [a, false])];
+    for (const [name, expect] of rows) {
+      const xs = of(page.path, name, expect);
+      if (!xs.length) continue;
+      const mine = name === broker;
+      const label = mine ? `${name}${expect ? ', expected text' : ', no expectation'}` : name;
+      const outcomes = [...new Set(xs.map((x) => x.outcome).filter(Boolean))].join('; ');
+      out.push(`| ${page.path} | ${label} | ${fmtMs(median(xs.map((x) => x.clickMs)))} | ${fmtMs(quantile(xs.map((x) => x.clickMs), 0.9))} | ${range(xs.map((x) => x.clickBytes))} | ${anchors.map((a) => (mine ? vs(page.path, expect, a, (x) => x.clickMs) : '')).join(' | ')} | ${fmtMs(median(xs.map(total)))} | ${anchors.map((a) => (mine ? vs(page.path, expect, a, total) : '')).join(' | ')} | ${outcomes} |`);
     }
   }
   for (const page of PAGES.filter((p) => p.click)) {
@@ -337,8 +414,25 @@ function report(servers, samples) {
       out.push(`${page.path} ${s.name}: "${page.click.name}" is past the snapshot's budgets in ${xs.length} of ${N} iterations; finding it by name (${s.snapshotTool} query) took ${fmtMs(median(xs.map((x) => x.findMs)))} ms median, p90 ${fmtMs(quantile(xs.map((x) => x.findMs), 0.9))}, ${range(xs.map((x) => x.findBytes))} B.`);
     }
   }
+  if (bigExpect) {
+    out.push('');
+    out.push(`/big broker mcp, once, a click with action.expected {text: "Target clicked"}: ${fmtMs(bigExpect.clickMs)} ms, ${fmtInt(bigExpect.clickBytes)} B, ${bigExpect.outcome}.`);
+  }
+  if (cold.length) {
+    out.push('');
+    out.push(`Cold start: a fresh server process to its first snapshot of /form (${COLD} each, servers in turn)`);
+    out.push('');
+    out.push(`| server | connected ms median | first snapshot ms median | all (first snapshot) | broker ÷ it |`);
+    out.push('|---|---:|---:|---|---:|');
+    const cm = (name, f) => median(cold.filter((c) => c.server === name).map(f));
+    for (const s of servers) {
+      const xs = cold.filter((c) => c.server === s.name);
+      const r = s.name === broker ? '1' : `${(cm(broker, (c) => c.firstSnapshotMs) / cm(s.name, (c) => c.firstSnapshotMs)).toFixed(2)}×`;
+      out.push(`| ${s.name} | ${fmtMs(cm(s.name, (c) => c.connectedMs))} | ${fmtMs(cm(s.name, (c) => c.firstSnapshotMs))} | ${xs.map((c) => fmtMs(c.firstSnapshotMs)).join(', ')} | ${r} |`);
+    }
+  }
   console.log(out.join('\n'));
-  console.log('\nsamples ' + JSON.stringify(samples));
+  console.log('\nsamples ' + JSON.stringify({ samples, cold, bigExpect }));
 }
 
 main().catch((e) => {

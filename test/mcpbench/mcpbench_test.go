@@ -1,10 +1,15 @@
 // Package mcpbench puts `broker mcp` side by side with the MCP servers a user
-// would otherwise install, @playwright/mcp and chrome-devtools-mcp, on the
-// same test pages. bench.mjs beside this file does the measuring; this test
-// starts the whole product for it and prints its table. BENCHMARKS.md
-// ("MCP servers side by side") says what each figure means.
+// would otherwise install, @playwright/mcp and chrome-devtools-mcp (at the
+// versions pinned in package.json), on the same test pages (/form,
+// /counter, /swagger and the 2,000-element /big) and the same Chromium
+// binary: snapshots, clicks with and without an expectation, the bytes a
+// model reads, and cold starts. bench.mjs beside this file does the
+// measuring; this test starts the whole product for it and prints its
+// tables. BENCHMARKS.md ("MCP servers side by side") says what each figure
+// means.
 //
-// It takes a few minutes and starts three browsers, so it runs only with
+// It takes several minutes, starts three browsers and installs the pinned
+// packages from the npm registry on its first run, so it runs only with
 // DSH_MCPBENCH=1 (-count=1: a benchmark's result must not come from go
 // test's cache):
 //
@@ -76,7 +81,7 @@ func TestMCPServersSideBySide(t *testing.T) {
 	control := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.Query().Get("path")
 		if r.URL.Path != "/navigate" || !knownPath(path) {
-			http.Error(w, "GET /navigate?path=/form|/counter|/big", http.StatusBadRequest)
+			http.Error(w, "GET /navigate?path=<a test page>", http.StatusBadRequest)
 			return
 		}
 		ctx, cancel := context.WithTimeout(tabCtx, 30*time.Second)

@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/install"
+	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/test/harness/chromium"
 	"github.com/dsh-browser/broker/test/harness/testenv"
 	"github.com/dsh-browser/broker/test/harness/testpages"
@@ -58,7 +59,22 @@ func ExtensionDir(t testing.TB) string {
 func Start(t testing.TB, brokerArgs ...string) *Stack {
 	t.Helper()
 	chromium.Require(t)
-	s := &Stack{B: testenv.StartBroker(t, brokerArgs...), Pages: testpages.Serve(t), Events: make(chan *wire.Envelope, 64),
+	return startWith(t, testenv.StartBroker(t, brokerArgs...), slices.Contains(brokerArgs, "--admission=prompt"))
+}
+
+// StartInProcess is Start with the real broker server run in the test's
+// process (testenv.StartBrokerInProcess), its provider kinds those
+// services returns: for seams only a constructor fills, such as the apps'
+// network reached through an injected resolver and dialer.
+func StartInProcess(t testing.TB, services func(stateDir string) []service.Register) *Stack {
+	t.Helper()
+	chromium.Require(t)
+	return startWith(t, testenv.StartBrokerInProcess(t, services), false)
+}
+
+func startWith(t testing.TB, b *testenv.Broker, prompt bool) *Stack {
+	t.Helper()
+	s := &Stack{B: b, Pages: testpages.Serve(t), Events: make(chan *wire.Envelope, 64),
 		answered: make(map[target.ID]bool)}
 	home := testenv.ShortTempDir(t)
 	manifestDir := filepath.Join(home, "manifests")
@@ -76,7 +92,7 @@ func Start(t testing.TB, brokerArgs ...string) *Stack {
 		NativeHosts:  map[string][]byte{install.ManifestName: manifest},
 	})
 	s.Client = s.B.Client(t, client.Options{OnEvent: func(ev *wire.Envelope) { s.Events <- ev }})
-	if slices.Contains(brokerArgs, "--admission=prompt") {
+	if prompt {
 		s.Admit(t, ProcessLabel(os.Getpid()), "allow")
 		s.WaitAdmission(t, s.Events, "granted")
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -20,9 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-browser/broker/broker"
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/frames"
+	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -78,7 +81,8 @@ func ShortTempDir(t testing.TB) string {
 	return d
 }
 
-// Broker is a broker process started by a test.
+// Broker is a broker process started by a test, or a broker server the
+// test runs in its own process (StartBrokerInProcess; Cmd is nil then).
 type Broker struct {
 	Cmd        *exec.Cmd
 	RuntimeDir string
@@ -87,6 +91,7 @@ type Broker struct {
 	Stderr     *SyncBuffer
 	Env        []string // extra environment for the next Start (e.g. DSH_FAILPOINT)
 	exited     chan struct{}
+	cancel     context.CancelFunc // an in-process broker's stop
 
 	installOnce sync.Once // OwnerPeer's `broker install`
 	installEnv  []string
@@ -128,6 +133,55 @@ func StartBroker(t testing.TB, args ...string) *Broker {
 	return b
 }
 
+// StartBrokerInProcess runs the real broker server in the test's own
+// process, in a fresh runtime directory, with the provider kinds services
+// returns for its state directory, and stops it when the test ends. It is
+// for the seams only a constructor can fill (the apps' network is reached
+// through an injected resolver and dialer, snug/fetch.Options): nothing
+// else differs from `broker serve`, and the native host beside the built
+// broker is the one owner software whose providers may ask the user. It
+// logs at debug level to Stderr. Start and Kill do not apply to it.
+func StartBrokerInProcess(t testing.TB, services func(stateDir string) []service.Register) *Broker {
+	t.Helper()
+	root := ShortTempDir(t)
+	b := &Broker{
+		RuntimeDir: filepath.Join(root, "run"),
+		StateDir:   filepath.Join(root, "state"),
+		Stderr:     &SyncBuffer{},
+		exited:     make(chan struct{}),
+	}
+	b.Socket = filepath.Join(b.RuntimeDir, "broker.sock")
+	srv, err := broker.New(broker.Config{
+		RuntimeDir:       b.RuntimeDir,
+		StateDir:         b.StateDir,
+		Services:         services(b.StateDir),
+		OwnerExecutables: []string{Binary(t, "nativehost")},
+		Logger:           slog.New(slog.NewTextHandler(b.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatalf("broker: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	go func() {
+		if err := srv.Serve(ctx); err != nil {
+			fmt.Fprintf(b.Stderr, "serve: %v\n", err)
+		}
+		close(b.exited)
+	}()
+	t.Cleanup(func() { b.Stop(t) })
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("unix", b.Socket); err == nil {
+			c.Close()
+			return b
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("broker did not listen within 10s\n%s", b.Stderr)
+	return nil
+}
+
 // Start (re)starts the broker process in b's directories.
 func (b *Broker) Start(t testing.TB, args ...string) {
 	t.Helper()
@@ -160,12 +214,22 @@ func (b *Broker) Start(t testing.TB, args ...string) {
 // Exited is closed when the broker process has exited.
 func (b *Broker) Exited() <-chan struct{} { return b.exited }
 
-// Stop sends SIGTERM and waits up to 10 s, then kills.
+// Stop sends SIGTERM and waits up to 10 s, then kills. An in-process
+// broker is shut down as SIGTERM would.
 func (b *Broker) Stop(t testing.TB) {
 	select {
 	case <-b.exited:
 		return
 	default:
+	}
+	if b.Cmd == nil {
+		b.cancel()
+		select {
+		case <-b.exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("the in-process broker did not stop within 10s\n%s", b.Stderr)
+		}
+		return
 	}
 	b.Cmd.Process.Signal(syscall.SIGTERM)
 	select {

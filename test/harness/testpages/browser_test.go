@@ -107,6 +107,17 @@ func TestInBrowser(t *testing.T) {
 			t.Errorf("target = %q", got)
 		}
 	})
+	t.Run("swagger", func(t *testing.T) {
+		id := b.OpenTab(t, s.URL("/swagger"))
+		counts := chromium.Eval[[]int](t, b, id, "[document.querySelectorAll('.opblock').length, document.querySelectorAll('.model-container').length, document.querySelectorAll('*').length]")
+		if counts[0] != 19 || counts[1] != 6 || counts[2] < 500 {
+			t.Errorf("operations, models, elements = %v", counts)
+		}
+		b.Click(t, id, "#operations-pet-get-pet-findByStatus .opblock-summary-control")
+		if got := chromium.Eval[int](t, b, id, "document.querySelectorAll('.opblock.is-open').length"); got != 1 {
+			t.Errorf("%d operations open after a click on one", got)
+		}
+	})
 	t.Run("nav", func(t *testing.T) {
 		id := b.OpenTab(t, s.URL("/nav"))
 		b.Click(t, id, "#other-origin")

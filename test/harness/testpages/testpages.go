@@ -49,7 +49,9 @@ var (
 		"/clickables":  "clickables.html",
 		"/blankframes": "blankframes.html",
 	}
-	bigPage = template.Must(template.ParseFS(pagesFS, "pages/big.html"))
+	bigPage     = template.Must(template.ParseFS(pagesFS, "pages/big.html"))
+	swaggerPage = template.Must(template.ParseFS(pagesFS, "pages/swagger.html"))
+	rowsPage    = template.Must(template.ParseFS(pagesFS, "pages/rows.html"))
 	// Pages that refer to the other origin and the other site.
 	crossPages = map[string]*template.Template{
 		"/nav":     template.Must(template.ParseFS(pagesFS, "pages/nav.html")),
@@ -61,15 +63,20 @@ var (
 		// Chromium names in lower case.
 		"/xhtml": template.Must(template.ParseFS(pagesFS, "pages/xhtml.xhtml")),
 	}
-	bigHTML = renderBig()
+	bigHTML     = renderBig()
+	swaggerHTML = renderSwagger()
 )
 
 // Paths lists the paths of the pages, in a stable order.
 func Paths() []string {
 	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/controls", "/fields", "/scroll",
-		"/big", "/nav", "/frames", "/nested", "/moving", "/effects", "/xhtml",
+		"/big", "/swagger", "/rows", "/nav", "/frames", "/nested", "/moving", "/effects", "/xhtml",
 		"/actionable", "/gestures", "/clickables", "/blankframes"}
 }
+
+// MaxRows is the most rows /rows?n= serves (n is 1 to MaxRows; 100 when
+// absent).
+const MaxRows = 5000
 
 // Counts of the elements on /big.
 const (
@@ -144,6 +151,21 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /big", func(w http.ResponseWriter, r *http.Request) {
 		writeHTML(w, bigHTML)
 	})
+	mux.HandleFunc("GET /swagger", func(w http.ResponseWriter, r *http.Request) {
+		writeHTML(w, swaggerHTML)
+	})
+	mux.HandleFunc("GET /rows", func(w http.ResponseWriter, r *http.Request) {
+		n := 100
+		if q := r.URL.Query().Get("n"); q != "" {
+			v, err := strconv.Atoi(q)
+			if err != nil || v < 1 || v > MaxRows {
+				http.Error(w, fmt.Sprintf("n must be 1 to %d", MaxRows), http.StatusBadRequest)
+				return
+			}
+			n = v
+		}
+		writeHTML(w, renderRows(n))
+	})
 	for path, page := range crossPages {
 		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
 			var buf bytes.Buffer
@@ -198,6 +220,81 @@ func renderBig() []byte {
 	var buf bytes.Buffer
 	if err := bigPage.Execute(&buf, map[string]any{"Groups": groups, "Paragraphs": paragraphs}); err != nil {
 		panic(fmt.Sprintf("big page: %v", err))
+	}
+	return buf.Bytes()
+}
+
+// renderSwagger renders /swagger: the petstore's tags, operations and
+// schemas in the shape Swagger UI gives them.
+func renderSwagger() []byte {
+	type op struct {
+		Method, Upper, Path, Summary, Tag, ID string
+		Locked                                bool
+	}
+	type tag struct {
+		Name, Description string
+		Ops               []op
+	}
+	type field struct{ Name, Type string }
+	type model struct {
+		Name   string
+		Fields []field
+	}
+	ops := func(name string, list ...[3]string) []op {
+		var out []op
+		for _, o := range list {
+			out = append(out, op{Method: o[0], Path: o[1], Summary: o[2], Tag: name, ID: name + "-" + o[0] + strings.ReplaceAll(o[1], "/", "-"), Locked: name != "user"})
+		}
+		return out
+	}
+	tags := []tag{
+		{"pet", "Everything about your Pets", ops("pet",
+			[3]string{"put", "/pet", "Update an existing pet."}, [3]string{"post", "/pet", "Add a new pet to the store."},
+			[3]string{"get", "/pet/findByStatus", "Finds Pets by status."}, [3]string{"get", "/pet/findByTags", "Finds Pets by tags."},
+			[3]string{"get", "/pet/{petId}", "Find pet by ID."}, [3]string{"post", "/pet/{petId}", "Updates a pet in the store with form data."},
+			[3]string{"delete", "/pet/{petId}", "Deletes a pet."}, [3]string{"post", "/pet/{petId}/uploadImage", "Uploads an image."})},
+		{"store", "Access to Petstore orders", ops("store",
+			[3]string{"get", "/store/inventory", "Returns pet inventories by status."}, [3]string{"post", "/store/order", "Place an order for a pet."},
+			[3]string{"get", "/store/order/{orderId}", "Find purchase order by ID."}, [3]string{"delete", "/store/order/{orderId}", "Delete purchase order by identifier."})},
+		{"user", "Operations about user", ops("user",
+			[3]string{"post", "/user", "Create user."}, [3]string{"post", "/user/createWithList", "Creates list of users with given input array."},
+			[3]string{"get", "/user/login", "Logs user into the system."}, [3]string{"get", "/user/logout", "Logs out current logged in user session."},
+			[3]string{"get", "/user/{username}", "Get user by user name."}, [3]string{"put", "/user/{username}", "Update user resource."},
+			[3]string{"delete", "/user/{username}", "Delete user resource."})},
+	}
+	models := []model{
+		{"Order", []field{{"id", "integer($int64)"}, {"petId", "integer($int64)"}, {"quantity", "integer($int32)"}, {"shipDate", "string($date-time)"}, {"status", "string"}, {"complete", "boolean"}}},
+		{"Category", []field{{"id", "integer($int64)"}, {"name", "string"}}},
+		{"User", []field{{"id", "integer($int64)"}, {"username", "string"}, {"firstName", "string"}, {"lastName", "string"}, {"email", "string"}, {"password", "string"}, {"phone", "string"}, {"userStatus", "integer($int32)"}}},
+		{"Tag", []field{{"id", "integer($int64)"}, {"name", "string"}}},
+		{"Pet", []field{{"id", "integer($int64)"}, {"name*", "string"}, {"category", "Category"}, {"photoUrls*", "[string]"}, {"tags", "[Tag]"}, {"status", "string"}}},
+		{"ApiResponse", []field{{"code", "integer($int32)"}, {"type", "string"}, {"message", "string"}}},
+	}
+	for i := range tags {
+		for j := range tags[i].Ops {
+			tags[i].Ops[j].Upper = strings.ToUpper(tags[i].Ops[j].Method)
+		}
+	}
+	var buf bytes.Buffer
+	if err := swaggerPage.Execute(&buf, map[string]any{"Tags": tags, "Models": models}); err != nil {
+		panic(fmt.Sprintf("swagger page: %v", err))
+	}
+	return buf.Bytes()
+}
+
+// renderRows renders /rows with n rows.
+func renderRows(n int) []byte {
+	type row struct {
+		N            int
+		Field, Check bool
+	}
+	rows := make([]row, n)
+	for i := range rows {
+		rows[i] = row{N: i + 1, Field: (i+1)%5 == 0, Check: (i+1)%7 == 0}
+	}
+	var buf bytes.Buffer
+	if err := rowsPage.Execute(&buf, rows); err != nil {
+		panic(fmt.Sprintf("rows page: %v", err))
 	}
 	return buf.Bytes()
 }

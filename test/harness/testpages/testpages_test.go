@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,6 +42,8 @@ func TestPages(t *testing.T) {
 		{"/fields", []string{`type="password"`, `maxlength="5"`, "<select", `contenteditable="true"`, "readonly", "window.inputs"}},
 		{"/scroll", []string{`id="box"`, `id="wheel"`, "window.wheels", "The bottom"}},
 		{"/big", []string{">Item 1</button>", ">Item 999</button>", ">Target</button>", "Paragraph 1000:"}},
+		{"/swagger", []string{"Swagger Petstore", `aria-label="get /pet/findByStatus"`, ">Authorize<", `id="model-ApiResponse"`, "window.opened"}},
+		{"/rows", []string{"<h1>100 rows</h1>", ">Button 1</button>", ">Button 100</button>", `<input type="checkbox"> Check 98`}},
 		// {other} and {other-site} stand for the other server's origins.
 		{"/nav", []string{`href="{other}/form"`, `href="{other-site}/form"`, `href="/counter"`}},
 		{"/frames", []string{`src="/swatch"`, `src="{other}/swatch"`, `src="{other-site}/swatch"`, `src="/nested"`, "sandbox srcdoc=", "mode: 'closed'"}},
@@ -137,4 +140,38 @@ func TestNotFound(t *testing.T) {
 			t.Errorf("GET %s: %s, want 404", p, resp.Status)
 		}
 	}
+}
+
+// TestRowsCount: /rows serves n rows for n from 1 to MaxRows, and refuses
+// n outside that range.
+func TestRowsCount(t *testing.T) {
+	t.Parallel()
+	s := testpages.Serve(t)
+	for _, tc := range []struct {
+		n      string
+		status int
+		want   string
+	}{
+		{"1", http.StatusOK, ">Button 1</button>"},
+		{strconv.Itoa(testpages.MaxRows), http.StatusOK, ">Button " + strconv.Itoa(testpages.MaxRows) + "</button>"},
+		{strconv.Itoa(testpages.MaxRows + 1), http.StatusBadRequest, ""},
+		{"0", http.StatusBadRequest, ""},
+		{"x", http.StatusBadRequest, ""},
+	} {
+		resp, body := get(t, s.URL("/rows?n="+tc.n))
+		if resp.StatusCode != tc.status || !strings.Contains(body, tc.want) {
+			t.Errorf("n=%s: %s, body has %q: %v", tc.n, resp.Status, tc.want, strings.Contains(body, tc.want))
+		}
+		if tc.status == http.StatusOK && strings.Count(body, `<div class="row">`) != atoi(t, tc.n) {
+			t.Errorf("n=%s: %d rows", tc.n, strings.Count(body, `<div class="row">`))
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

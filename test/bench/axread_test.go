@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/extensions"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/dsh-browser/broker/test/harness/chromium"
+	"github.com/dsh-browser/broker/test/harness/stack"
+	"github.com/dsh-browser/broker/test/harness/testpages"
+)
+
+// BenchmarkAXRead times the extension's own AX read (extension/lib/ax.js,
+// the code ax.read runs) where the product runs it: in an extension's
+// service worker, through chrome.debugger, on a tab of real Chromium. The
+// worker belongs to a bench extension that imports the product's lib/ and
+// nothing else, so the figures hold the read alone, without the broker or
+// native messaging. Each page is read three ways: by the walk
+// (getChildAXNodes, ax.READ.bulkMaxNodes = 0), by one getFullAXTree
+// (bulkMaxNodes = Infinity), and as the product chooses (auto). The /rows
+// pages of growing size show where one getFullAXTree stops paying. With
+// DSH_AXBENCH_BEFORE set to the extension directory of another tree (an
+// export of an earlier commit), each page is also read by that tree's
+// ax.js (read=before), beside this one's.
+// BENCHMARKS.md ("Reading the page") has the figures.
+func BenchmarkAXRead(b *testing.B) {
+	before := os.Getenv("DSH_AXBENCH_BEFORE")
+	env := startAXBench(b, before)
+	pages := []string{"/counter", "/form", "/swagger", "/big"}
+	for _, n := range axBenchRows {
+		pages = append(pages, "/rows?n="+strconv.Itoa(n))
+	}
+	for _, pg := range pages {
+		tab := env.open(b, pg)
+		for _, how := range []string{"walk", "bulk", "auto", "before"} {
+			if (how == "bulk" && pg == "/big") || (how == "before" && before == "") {
+				continue // /big: 2.8 MB of AX nodes, seconds a read, and known to lose
+			}
+			b.Run(fmt.Sprintf("page=%s/read=%s", pageName(pg), how), func(b *testing.B) {
+				env.front(b, tab)
+				st := env.read(b, tab, how, b.N, nil)
+				b.ReportMetric(st.Ms, "ms/read")
+				b.ReportMetric(float64(st.Calls), "calls/read")
+				b.ReportMetric(float64(st.Nodes), "nodes/read")
+				b.ReportMetric(float64(st.Bytes), "B/read")
+			})
+		}
+	}
+}
+
+// axBenchRows are the sizes of /rows that BenchmarkAXRead reads: about 14
+// DOM nodes and 9 AX nodes a row.
+var axBenchRows = []int{10, 30, 100, 150, 300}
+
+// pageName turns "/rows?n=10" into "rows10" for a benchmark name.
+func pageName(path string) string {
+	name := path[1:]
+	if n, ok := cutPrefix(name, "rows?n="); ok {
+		return "rows" + n
+	}
+	return name
+}
+
+func cutPrefix(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+// axBench is a browser with the bench extension loaded and the pages
+// served.
+type axBench struct {
+	b      *chromium.Browser
+	pages  *testpages.Server
+	worker target.ID
+}
+
+// axTab is a page open in a tab the bench extension's worker is attached
+// to.
+type axTab struct {
+	target target.ID
+	tabID  int
+}
+
+// axReadStats is what the worker reports of a read: the median time of
+// its reads, and the shape of the last one.
+type axReadStats struct {
+	Ms        float64 `json:"ms"`
+	Calls     int     `json:"calls"`
+	Nodes     int     `json:"nodes"`
+	Bytes     int     `json:"bytes"`
+	Truncated bool    `json:"truncated"`
+}
+
+const axBenchManifest = `{
+  "manifest_version": 3,
+  "name": "DSH AX read bench",
+  "description": "Runs the extension's AX read for the benchmarks. Not part of the product.",
+  "version": "1.0",
+  "background": { "service_worker": "sw.js", "type": "module" },
+  "permissions": ["debugger"]
+}
+`
+
+// axBenchWorker exposes the product's ax.js (and another tree's, under
+// before/, when it has one) and times reads with it.
+const axBenchWorker = `import * as current from './lib/ax.js';
+IMPORT_BEFORE
+
+const defaults = { ...current.READ };
+// readTimes reads the tab n times the given way (walk, bulk or auto, and
+// settings of ax.READ) and reports the median time and the last read's
+// size.
+globalThis.readTimes = async (tabId, how, n, settings = {}) => {
+  const ax = how === 'before' ? before : current;
+  if (ax === current) {
+    Object.assign(ax.READ, defaults, settings);
+    if (how === 'walk' || how === 'bulk') ax.READ.bulkMaxNodes = how === 'walk' ? 0 : Infinity;
+  }
+  let calls = 0;
+  const send = (method, params) => { calls++; return chrome.debugger.sendCommand({ tabId }, method, params ?? {}); };
+  const page = { documentEpoch: 'F:L', url: 'http://bench/', title: 'bench' };
+  const times = [];
+  let res;
+  for (let i = 0; i < n; i++) {
+    calls = 0;
+    const t0 = performance.now();
+    res = await ax.read(send, page);
+    times.push(performance.now() - t0);
+  }
+  Object.assign(current.READ, defaults);
+  times.sort((a, b) => a - b);
+  return { ms: times[Math.floor(times.length / 2)], calls, nodes: res.nodes.length,
+    bytes: new TextEncoder().encode(JSON.stringify(res)).length, truncated: res.truncated };
+};
+globalThis.attach = async (tabId) => {
+  await chrome.debugger.attach({ tabId }, '1.3');
+  for (const m of ['Page.enable', 'DOM.enable', 'Accessibility.enable', 'Performance.enable']) {
+    await chrome.debugger.sendCommand({ tabId }, m, {});
+  }
+  return true;
+};
+`
+
+// startAXBench launches Chromium, serves the test pages and loads the bench
+// extension: the product's extension/lib beside a worker of its own, and
+// under before/ the lib of the extension directory before, if not empty.
+func startAXBench(tb testing.TB, before string) *axBench {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "axbench")
+	libs := map[string]string{"lib": filepath.Join(stack.ExtensionDir(tb), "lib")}
+	worker := strings.Replace(axBenchWorker, "IMPORT_BEFORE", "const before = undefined;", 1)
+	if before != "" {
+		libs["before"] = filepath.Join(before, "lib")
+		worker = strings.Replace(axBenchWorker, "IMPORT_BEFORE", "import * as before from './before/ax.js';", 1)
+	}
+	for name, lib := range libs {
+		if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(lib)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for name, text := range map[string]string{"manifest.json": axBenchManifest, "sw.js": worker} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	e := &axBench{b: chromium.Launch(tb, chromium.Options{}), pages: testpages.Serve(tb)}
+	ctx, cancel := context.WithTimeout(e.b.Ctx, callTimeout)
+	defer cancel()
+	res, err := chromedp.CallBrowser(ctx, extensions.LoadUnpacked, extensions.LoadUnpackedParams{Path: dir})
+	if err != nil {
+		tb.Fatalf("load the bench extension: %v", err)
+	}
+	e.worker = e.b.ServiceWorker(tb, res.ID)
+	deadline := time.Now().Add(callTimeout)
+	for !chromium.Eval[bool](tb, e.b, e.worker, `typeof globalThis.readTimes === "function" && !!chrome.debugger`) {
+		if time.Now().After(deadline) {
+			tb.Fatal("the bench extension's worker never got ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return e
+}
+
+// open opens path in a foreground tab and attaches the worker to it.
+func (e *axBench) open(tb testing.TB, path string) axTab {
+	tb.Helper()
+	t := axTab{target: e.b.OpenTab(tb, e.pages.URL(path))}
+	t.tabID = e.b.TabIDOf(tb, t.target)
+	chromium.Eval[bool](tb, e.b, e.worker, fmt.Sprintf("attach(%d)", t.tabID))
+	// The first read after a load has the renderer build its accessibility
+	// tree: a cost of the page, not of the way it is read.
+	e.read(tb, t, "auto", 1, nil)
+	return t
+}
+
+// front brings the tab to the front: a read of a hidden tab is another
+// matter (queryAXTree never answers there).
+func (e *axBench) front(tb testing.TB, t axTab) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(e.b.Ctx, callTimeout)
+	defer cancel()
+	if _, err := chromedp.CallBrowser(ctx, target.ActivateTarget, target.ActivateTargetParams{TargetID: t.target}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// read reads the tab n times the given way in the worker, with settings
+// of ax.READ.
+func (e *axBench) read(tb testing.TB, t axTab, how string, n int, settings map[string]any) axReadStats {
+	tb.Helper()
+	q, _ := json.Marshal(how)
+	set, _ := json.Marshal(settings)
+	raw := chromium.Eval[json.RawMessage](tb, e.b, e.worker, fmt.Sprintf("readTimes(%d, %s, %d, %s)", t.tabID, q, n, set))
+	var st axReadStats
+	if err := json.Unmarshal(raw, &st); err != nil {
+		tb.Fatalf("read stats %s: %v", raw, err)
+	}
+	return st
+}
