@@ -18,7 +18,7 @@ const MAX_MATCHES = 128;
 // many child fetches the walk keeps in flight ahead of itself.
 // BENCHMARKS.md ("Reading the page") has the crossover; benchmarks change
 // these to compare the two ways.
-export const READ = { bulkMaxNodes: 1000, prefetch: 8 };
+export const READ = { bulkMaxNodes: 700, prefetch: 8 };
 const PROPS = ['disabled', 'focusable', 'focused', 'editable', 'checked', 'expanded', 'hidden', 'required'];
 const utf8 = new TextEncoder();
 
