@@ -30,3 +30,21 @@ ensure_packages() {
 ensure_chromium() {
 	ensure_packages chromium:/usr/lib/chromium/chromium
 }
+
+# ensure_npm_dependencies DIR installs DIR's npm dependencies (not its
+# devDependencies) from its committed lockfile when any is missing from
+# DIR/node_modules. Install scripts do not run: the packages are static
+# files to serve.
+ensure_npm_dependencies() {
+	local dir="$1"
+	if (cd "$dir" && node -e '
+		const deps = Object.keys(require("./package.json").dependencies ?? {});
+		const fs = require("fs");
+		process.exit(deps.every((d) => fs.existsSync(`node_modules/${d}/package.json`)) ? 0 : 1);
+	'); then
+		return 0
+	fi
+	echo "== npm ci in $dir"
+	need_command npm "npm (it comes with Node.js 20)"
+	(cd "$dir" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund)
+}

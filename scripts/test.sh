@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh machine: installs what the tests
-# need (Go modules, Debian's Chromium), then vets and tests all Go packages
+# need (Go modules, Debian's Chromium, the npm packages of the
+# real-application suite), then vets and tests all Go packages
 # with the race detector and runs the extension's Node tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,10 @@ ensure_packages chromium:/usr/lib/chromium/chromium less:/usr/bin/less vim-tiny:
 
 echo "== Go modules"
 go mod download
+
+# The real-application suite serves web applications from the npm registry
+# at pinned versions.
+ensure_npm_dependencies test/realapps
 
 echo "== go vet"
 go vet ./...
