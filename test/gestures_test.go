@@ -16,7 +16,9 @@ func TestE2EGestures(t *testing.T) {
 	t.Parallel()
 	s := stack.Start(t, "--access-mode=personal")
 	p := openPage(t, s, "/gestures")
-	text := func(id string) string { return eval[string](p, fmt.Sprintf("document.getElementById(%q).textContent", id)) }
+	text := func(id string) string {
+		return eval[string](p, fmt.Sprintf("document.getElementById(%q).textContent", id))
+	}
 	expect := func(s string) map[string]any { return map[string]any{"kind": "text", "text": s} }
 
 	// A double-click: two clicks, detail 1 then 2, and one dblclick.

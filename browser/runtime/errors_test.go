@@ -422,8 +422,10 @@ func FuzzProviderAnswer(f *testing.F) {
 	f.Add(uint8(6), []byte(`{"granted":true,"documentEpoch":"F:L1"}`))
 	f.Add(uint8(7), []byte(`{"quads":[[0,0,1,0,1,1,0,1]]}`))
 	f.Add(uint8(8), []byte(`{"documentEpoch":"F:L1",`))
+	f.Add(uint8(8), []byte(`{"relation":"outside","pseudo":true,"cover":{"backendNodeId":2,"tag":"DIV","frameId":"F"}}`))
+	f.Add(uint8(8), []byte(`{"relation":"label","cover":null}`))
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
-		fx := newFixture(t, Config{})
+		fx := newFixture(t, Config{}, append(allCaps(), browser.CapDOMHit)...)
 		lp := map[string]any{"sessionId": "s", "leaseId": ""}
 		targets := []struct {
 			method string
@@ -447,6 +449,13 @@ func FuzzProviderAnswer(f *testing.F) {
 				return err
 			}},
 			{browser.ProviderCDP, true, func() error {
+				o := fx.observe("s", lp["leaseId"].(string))
+				_, err := invoke[any](t, fx.r.Act, fx.c, map[string]any{"sessionId": "s", "request": map[string]any{"requestId": "x",
+					"leaseId": lp["leaseId"], "documentEpoch": o.DocumentEpoch, "timeoutMs": 100,
+					"action": map[string]any{"kind": "click", "ref": refOf(t, o.Nodes, "button", "Greet")}}})
+				return err
+			}},
+			{browser.ProviderDOMHit, true, func() error {
 				o := fx.observe("s", lp["leaseId"].(string))
 				_, err := invoke[any](t, fx.r.Act, fx.c, map[string]any{"sessionId": "s", "request": map[string]any{"requestId": "x",
 					"leaseId": lp["leaseId"], "documentEpoch": o.DocumentEpoch, "timeoutMs": 100,

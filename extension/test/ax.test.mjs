@@ -310,6 +310,9 @@ test('a read marks the elements clickable by the page\'s own doing, from one DOM
   const marked = r.value.nodes.filter((n) => n.props.clickable).map((n) => [n.backendNodeId, n.description]);
   assert.deepEqual(marked, [[20, undefined], [30, 'Code view'], [50, undefined], [90, undefined]]);
   assert.equal(t.calls('DOMSnapshot.captureSnapshot'), 1);
+  // It is asked before the walk (with the document's size).
+  const methods = t.chrome.commands.map((c) => c.method);
+  assert.ok(methods.indexOf('DOMSnapshot.captureSnapshot') < methods.indexOf('Accessibility.getRootAXNode'));
   // A snapshot that fails marks nothing and the read goes on.
   t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => { throw new Error('boom'); });
   const again = await t.read();
