@@ -415,3 +415,111 @@ func (s *scanner) decodeComposite(depth int) (any, error) {
 		}
 	}
 }
+
+// Elements calls f with each element of one JSON array, in order, each a
+// subslice of data (no copy), in one validating pass: no slice of them is
+// made. Anything but one array, with white space around it, is an error,
+// found before f sees an element past it; so is an error f returns.
+func Elements(data []byte, f func(value []byte) error) error {
+	s := scanner{data: data}
+	if err := s.whole('['); err != nil {
+		return err
+	}
+	s.i++
+	s.space()
+	if s.peek() == ']' {
+		return nil
+	}
+	for {
+		s.space()
+		start := s.i
+		s.value(1) // whole checked it
+		if err := f(s.data[start:s.i:s.i]); err != nil {
+			return err
+		}
+		s.space()
+		if s.peek() == ']' {
+			return nil
+		}
+		s.i++ // ','
+	}
+}
+
+// Members calls f with the key and the raw value of each member of one
+// JSON object, in order (a key given twice comes twice, so that the last
+// one wins for a caller that stores them), in one validating pass: no map
+// is made. The key is decoded (a key without escapes is a subslice of
+// data, not a copy); the value is a subslice of data. Anything but one
+// object, with white space around it, is an error; so is an error f
+// returns.
+func Members(data []byte, f func(key, value []byte) error) error {
+	s := scanner{data: data}
+	if err := s.whole('{'); err != nil {
+		return err
+	}
+	s.i++
+	s.space()
+	if s.peek() == '}' {
+		return nil
+	}
+	for {
+		s.space()
+		start := s.i
+		s.string() // whole checked it
+		key := s.data[start+1 : s.i-1]
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+			k, err := unquote(s.data[start:s.i])
+			if err != nil {
+				return err
+			}
+			key = []byte(k)
+		}
+		s.space()
+		s.i++ // ':'
+		s.space()
+		vstart := s.i
+		s.value(1)
+		if err := f(key, s.data[vstart:s.i:s.i]); err != nil {
+			return err
+		}
+		s.space()
+		if s.peek() == '}' {
+			return nil
+		}
+		s.i++ // ','
+	}
+}
+
+// whole checks that data is one JSON value opening with open, with white
+// space around it, and leaves s at its first byte.
+func (s *scanner) whole(open byte) error {
+	s.space()
+	start := s.i
+	if s.peek() != open {
+		return errSyntax
+	}
+	if err := s.value(0); err != nil {
+		return err
+	}
+	s.space()
+	if s.i != len(s.data) {
+		return errSyntax
+	}
+	s.i = start
+	return nil
+}
+
+// String decodes one JSON string as encoding/json does (invalid UTF-8 and
+// lone surrogates become U+FFFD). Anything else, null included, is an
+// error.
+func String(raw []byte) (string, error) {
+	s := scanner{data: raw}
+	if err := s.string(); err != nil || s.i != len(raw) {
+		return "", errSyntax
+	}
+	return unquote(raw)
+}
+
+// AppendString appends s to b as a JSON string, escaped as encoding/json
+// escapes it.
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }

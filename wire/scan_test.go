@@ -104,3 +104,85 @@ func TestDecodeValueDepth(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMembersElementsString holds Members, Elements and String to
+// encoding/json: the same texts accepted, the same members (the last of a
+// repeated key winning once stored), elements and strings.
+func FuzzMembersElementsString(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `{"a":1,"a":2}`, ` {"\u0061":[1,{"b":null}], "c":"\u00e9\"x"} `, "{\"\xff\":1}", `{"a"}`, `{"a":1,}`,
+		`[1, "x", {"y":[]}, null]`, `[1,]`, `[] x`, `"plain"`, `"\ud800"`, "\"\xff\"", `null`, `"a\"b"`, `{"id":"inst:1","url":"https://a.test/"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		trimmed := bytes.Trim(data, " \t\r\n")
+		var wantObj map[string]json.RawMessage
+		objErr := json.Unmarshal(data, &wantObj)
+		gotObj := map[string]json.RawMessage{}
+		err := Members(data, func(k, v []byte) error { gotObj[string(k)] = v; return nil })
+		if okWant := objErr == nil && len(trimmed) > 0 && trimmed[0] == '{'; (err == nil) != okWant {
+			t.Fatalf("%q: Members err %v, encoding/json err %v", data, err, objErr)
+		}
+		if err == nil && !maps.EqualFunc(gotObj, wantObj, func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
+			t.Fatalf("%q: members %q, want %q", data, gotObj, wantObj)
+		}
+
+		var wantArr []json.RawMessage
+		arrErr := json.Unmarshal(data, &wantArr)
+		var gotArr []json.RawMessage
+		err = Elements(data, func(v []byte) error { gotArr = append(gotArr, v); return nil })
+		if okWant := arrErr == nil && len(trimmed) > 0 && trimmed[0] == '['; (err == nil) != okWant {
+			t.Fatalf("%q: Elements err %v, encoding/json err %v", data, err, arrErr)
+		}
+		if err == nil && (len(gotArr) != len(wantArr) || !slicesEqual(gotArr, wantArr)) {
+			t.Fatalf("%q: elements %q, want %q", data, gotArr, wantArr)
+		}
+
+		var wantStr string
+		strErr := json.Unmarshal(data, &wantStr)
+		gotStr, err := String(trimmed)
+		if okWant := strErr == nil && len(trimmed) > 0 && trimmed[0] == '"'; (err == nil) != okWant {
+			t.Fatalf("%q: String err %v, encoding/json err %v", data, err, strErr)
+		}
+		if err == nil && gotStr != wantStr {
+			t.Fatalf("%q: String %q, want %q", data, gotStr, wantStr)
+		}
+		if want, _ := json.Marshal(wantStr); err == nil && string(AppendString(nil, gotStr)) != string(want) {
+			t.Fatalf("%q: AppendString %s, want %s", gotStr, AppendString(nil, gotStr), want)
+		}
+	})
+}
+
+func slicesEqual(a, b []json.RawMessage) bool {
+	for i := range a {
+		if string(a[i]) != string(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestMembersAndElementsStopAtAnError: an error f returns ends the pass
+// and is returned; text past the value is refused before f sees anything.
+func TestMembersAndElementsStopAtAnError(t *testing.T) {
+	stop := errors.New("stop")
+	calls := 0
+	if err := Elements([]byte(`[1,2,3]`), func([]byte) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("Elements: %v after %d calls", err, calls)
+	}
+	calls = 0
+	if err := Members([]byte(`{"a":1,"b":2}`), func(_, _ []byte) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("Members: %v after %d calls", err, calls)
+	}
+	calls = 0
+	for _, bad := range []string{`[1,2] 3`, `[1,2`, `{"a":1} {}`, `{"a":1`} {
+		f := func([]byte) error { calls++; return nil }
+		if Elements([]byte(bad), f) == nil && Members([]byte(bad), func(k, v []byte) error { return f(v) }) == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	if calls != 0 {
+		t.Fatalf("f called %d times for text that is not one value", calls)
+	}
+}

@@ -143,11 +143,29 @@ func (r *Runtime) invalid(err error) error {
 
 // httpOrigin returns the origin of a credential-free HTTP(S) URL.
 func httpOrigin(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+	u, ok := httpURL(raw)
+	if !ok {
 		return "", false
 	}
 	return u.Scheme + "://" + u.Host, true
+}
+
+// httpURL parses a credential-free HTTP(S) URL.
+func httpURL(raw string) (*url.URL, bool) {
+	u, err := url.Parse(raw)
+	return u, err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
+}
+
+// allowedURL reports whether raw is a credential-free HTTP(S) URL of an
+// allowed origin; the origin is spelled out only when an allowlist needs
+// it.
+func (r *Runtime) allowedURL(raw string) bool {
+	if r.cfg.Personal || len(r.cfg.AllowOrigins) == 0 {
+		_, ok := httpURL(raw)
+		return ok
+	}
+	origin, ok := httpOrigin(raw)
+	return ok && r.allowedOrigin(origin)
 }
 
 func (r *Runtime) allowedOrigin(origin string) bool {

@@ -57,11 +57,15 @@ type frameDocument struct {
 
 // callTabsList lists the instance's tabs.
 func callTabsList(ctx context.Context, prov Provider) ([]browser.TabSummary, error) {
-	tabs, err := call[[]browser.TabSummary](ctx, prov, browser.ProviderTabsList, struct{}{})
+	raw, err := prov.Call(ctx, browser.ProviderTabsList, struct{}{})
 	if err != nil {
 		return nil, err
 	}
-	return *tabs, nil
+	tabs, err := decodeTabs(raw)
+	if err != nil {
+		return nil, providerErr(browser.ProviderTabsList, err)
+	}
+	return tabs, nil
 }
 
 // grantParams is the params of lease.grant: the lease, and who asks (for

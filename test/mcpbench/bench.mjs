@@ -136,10 +136,20 @@ class Broker extends Server {
     await super.connect();
     const { text } = await this.call('browser_list', { instanceId: env.instance });
     if (!text.includes(`tab=${env.tab} `)) this.fail(`no tab=${env.tab}`, text);
+    await this.claim();
+  }
+  async claim() {
     const claim = await this.call('browser_claim', { instanceId: env.instance, tab: env.tab });
     this.leaseId = claim.text.match(/leaseId=(\S+)/)?.[1] ?? this.fail('no leaseId', claim.text);
+    this.claimedAt = performance.now();
   }
   async load(path) {
+    // A lease lasts 5 minutes and a run takes longer: a new one well
+    // before it ends (not timed, as the load is not).
+    if (performance.now() - this.claimedAt > 4 * 60_000) {
+      await this.call('browser_handoff', { leaseId: this.leaseId });
+      await this.claim();
+    }
     const res = await fetch(`${env.control}/navigate?path=${encodeURIComponent(path)}`);
     if (!res.ok) throw new Error(`navigate ${path}: ${res.status} ${await res.text()}`);
   }
