@@ -192,6 +192,7 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
 // after them, and the call budget gave them up anyway.
 const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/; // Go's unicode.IsSpace
 const controlRoles = new Set(CONTROL_ROLES);
+const CLICKABLE_NAME_BYTES = 3 * 100; // the broker names a clickable element in at most 100 UTF-16 units (maxClickableName)
 class Kept {
   controls = 0;
   texts = 0;
@@ -208,8 +209,12 @@ class Kept {
         this.textBytes += utf8.encode(n.name).length;
       }
     } else {
-      const control = controlRoles.has(n.role) || (n.props?.focusable === true && !!n.props?.editable) || n.props?.clickable === true;
-      if (control || !blank) this.nodeBytes += utf8.encode(n.name).length + 64 + utf8.encode(n.value ?? '').length;
+      const control = controlRoles.has(n.role) || (n.props?.focusable === true && !!n.props?.editable);
+      // An element the page made clickable gets a ref unless a control is
+      // inside it (which the read may not have reached yet): its bytes
+      // count, at the most its name can take, but it is no control here.
+      if (n.props?.clickable === true) this.nodeBytes += CLICKABLE_NAME_BYTES + 64;
+      else if (control || !blank) this.nodeBytes += utf8.encode(n.name).length + 64 + utf8.encode(n.value ?? '').length;
       if (control && n.backendNodeId > 0 && n.name.length <= LIMITS.MAX_NAME_LENGTH) this.controls++;
     }
     return !(this.controls >= OBSERVE.MAX_CONTROLS && this.texts >= OBSERVE.MAX_TEXT_FRAGMENTS &&

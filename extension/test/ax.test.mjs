@@ -473,3 +473,26 @@ test('a find is not cut at the projection\'s budgets', async () => {
   const found = (await t.find({ name: 'B 299' })).value;
   assert.deepEqual(found.nodes.map((n) => n.axId), ['b299', 't299']);
 });
+
+test('an element clickable by the page\'s doing fills no control of the projection: it may hold one', async () => {
+  // 300 clickable wrappers, each around a button and four fragments of
+  // text: the broker gives the buttons refs, not the wrappers, so the
+  // projection's controls fill at the 120th button, not the 60th.
+  const nodes = [node('r', 'RootWebArea', 'A', { childIds: Array.from({ length: 300 }, (_, i) => `w${i}`), backendDOMNodeId: 1 })];
+  for (let i = 0; i < 300; i++) {
+    nodes.push(node(`w${i}`, 'generic', '', { backendDOMNodeId: 1000 + i, childIds: [`b${i}`, `x${i}`] }));
+    nodes.push(node(`b${i}`, 'button', `B ${i}`, { backendDOMNodeId: 2000 + i, childIds: [`t${i}`] }));
+    nodes.push(node(`t${i}`, 'StaticText', `B ${i}`));
+    nodes.push(node(`x${i}`, 'paragraph', '', { childIds: [0, 1, 2].map((k) => `x${i}.${k}`) }));
+    for (const k of [0, 1, 2]) nodes.push(node(`x${i}.${k}`, 'StaticText', `text ${i}.${k}`));
+  }
+  const t = await granted();
+  serve(t, nodes);
+  const ids = Array.from({ length: 300 }, (_, i) => 1000 + i);
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ strings: ['F1', 'DIV'], documents: [{ frameId: 0,
+    nodes: { backendNodeId: ids, parentIndex: ids.map(() => -1), nodeType: ids.map(() => 1), nodeName: ids.map(() => 1), isClickable: { index: ids.map((_, i) => i) } } }] }));
+  const r = (await t.read()).value;
+  assert.equal(r.nodes.filter((n) => n.props.clickable).length > 100, true);
+  assert.ok(r.nodes.some((n) => n.axId === 'b119'), 'the 120th button was not read');
+  assert.equal(r.truncated, true);
+});
