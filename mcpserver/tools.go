@@ -118,7 +118,7 @@ func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "browser_observe",
 		Title: "Read the page",
-		Description: "Read the leased tab as a compact outline: its controls with the ref to act on and their state (value, checked, disabled), named regions (their refs read one region with rootRef, or scroll it), and the page's text. " +
+		Description: "Read the leased tab as a compact outline: its controls with the ref to act on and their state (value, checked, disabled), elements the page made clickable itself (a generic div or span, a calendar day, an icon: shown with their role, e.g. generic, and the text on them), named regions (their refs read one region with rootRef, or scroll it), and the page's text. " +
 			"The second line gives the leaseId and documentEpoch to pass to browser_act with a ref. Refs and the documentEpoch belong to this document: after a navigation, or when an action answers STALE_TARGET, observe again. " +
 			"Same-origin iframes (up to 4) follow the page, indented: their refs act directly in browser_act with the page's documentEpoch; iframes of other sites are listed as not readable. " +
 			"Long pages are cut (marked truncated): to find one element there, pass query with its exact accessible name (and role), or rootRef to read one region only (with query: search only there); to read all of it, use browser_read_page.",

@@ -314,7 +314,7 @@ func TestActValidation(t *testing.T) {
 	}
 	long := strings.Repeat("x", browser.MaxActionText+1)
 	for name, req := range map[string]map[string]any{
-		"unknown kind":       base(map[string]any{"kind": "hover", "ref": ref}),
+		"unknown kind":       base(map[string]any{"kind": "tap", "ref": ref}),
 		"unknown key":        base(map[string]any{"kind": "press", "ref": ref, "key": "F13"}),
 		"click with text":    base(map[string]any{"kind": "click", "ref": ref, "text": "x"}),
 		"fill without text":  base(map[string]any{"kind": "fill", "ref": ref}),

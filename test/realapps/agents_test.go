@@ -375,12 +375,29 @@ func (a *brokerAgent) do(ctx context.Context, s step, before func() error) error
 	if strings.Contains(status, ": failed") || strings.Contains(status, ": cancelled") {
 		return fmt.Errorf("browser_act %s: %s", s.Do, firstLines(out, 3))
 	}
-	// The result shows the page afterwards, with fresh refs (of the frame
-	// the action was in).
+	// The answer shows the page afterwards (of the frame the action was
+	// in): whole, or what changed since the agent's last view, whose other
+	// refs still hold.
 	if i := strings.Index(out, "\npage "); i >= 0 {
-		a.outline = out[i+1:]
+		if page := out[i+1:]; strings.Contains(page, "since your last view") {
+			a.outline += "\n" + changed(page)
+		} else {
+			a.outline = page
+		}
 	}
 	return nil
+}
+
+// changed turns the elements an answer lists as new ("+ ") or changed
+// ("~ ") into outline lines ("- "), to read beside the last view.
+func changed(answer string) string {
+	var b strings.Builder
+	for line := range strings.Lines(answer) {
+		if (strings.HasPrefix(line, "+ ") || strings.HasPrefix(line, "~ ")) && !strings.HasPrefix(line[2:], "text:") {
+			b.WriteString("- " + line[2:])
+		}
+	}
+	return b.String()
 }
 
 func nonNil(s []string) []string {
