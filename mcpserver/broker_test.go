@@ -109,6 +109,16 @@ func epoch(t *testing.T, outline string) string {
 	return m[1]
 }
 
+// claimTab claims tab through browser_claim and returns the claim's
+// structured answer.
+func claimTab(h *host, s *stack.Stack, tab string) mcpserver.ClaimOutput {
+	_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
+	raw, _ := json.Marshal(res.StructuredContent)
+	var l mcpserver.ClaimOutput
+	json.Unmarshal(raw, &l)
+	return l
+}
+
 func click(ref, expect string) map[string]any {
 	return map[string]any{"kind": "click", "ref": ref, "expected": map[string]any{"kind": "text", "text": expect}}
 }
@@ -178,10 +188,7 @@ func TestWithBroker(t *testing.T) {
 
 	t.Run("from a URL to a verified form submission", func(t *testing.T) {
 		tab, _ := s.Tab(t, s.Pages.URL("/counter"))
-		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
-		raw, _ := json.Marshal(res.StructuredContent)
-		var l mcpserver.ClaimOutput
-		json.Unmarshal(raw, &l)
+		l := claimTab(h, s, tab)
 		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
 
 		out, _ := h.call("browser_navigate", map[string]any{"leaseId": l.LeaseID, "url": s.Pages.URL("/fields")}, false)
@@ -237,10 +244,7 @@ func TestWithBroker(t *testing.T) {
 
 	t.Run("a click on a big page is answered in under 1 KB", func(t *testing.T) {
 		tab, _ := s.Tab(t, s.Pages.URL("/big"))
-		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
-		raw, _ := json.Marshal(res.StructuredContent)
-		var l mcpserver.ClaimOutput
-		json.Unmarshal(raw, &l)
+		l := claimTab(h, s, tab)
 		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
 		page, _ := h.call("browser_observe", map[string]any{"leaseId": l.LeaseID}, false)
 		out, _ := h.call("browser_act", map[string]any{"leaseId": l.LeaseID, "documentEpoch": epoch(t, page),
@@ -253,10 +257,7 @@ func TestWithBroker(t *testing.T) {
 
 	t.Run("a button in a same-origin iframe: one observe, one act", func(t *testing.T) {
 		tab, _ := s.Tab(t, s.Pages.URL("/frames"))
-		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
-		raw, _ := json.Marshal(res.StructuredContent)
-		var l mcpserver.ClaimOutput
-		json.Unmarshal(raw, &l)
+		l := claimTab(h, s, tab)
 		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
 		var page string
 		for range 50 { // the frames load after the page
@@ -369,10 +370,7 @@ func TestWithBroker(t *testing.T) {
 	t.Run("frames and screenshot", func(t *testing.T) {
 		// A tab of its own: only the foreground tab can be captured.
 		tab, _ := s.Tab(t, s.Pages.URL("/counter"))
-		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
-		raw, _ := json.Marshal(res.StructuredContent)
-		var l mcpserver.ClaimOutput
-		json.Unmarshal(raw, &l)
+		l := claimTab(h, s, tab)
 		out, _ := h.call("browser_frames", map[string]any{"leaseId": l.LeaseID}, false)
 		if !strings.Contains(out, ": 1 frame\n") || !regexp.MustCompile(`(?m)^- frame \S+ `+regexp.QuoteMeta(s.Pages.Origin())+` same-origin main$`).MatchString(out) {
 			t.Fatalf("frames:\n%s", out)
@@ -398,10 +396,7 @@ func TestWithBroker(t *testing.T) {
 
 	t.Run("frames and screenshot of iframes", func(t *testing.T) {
 		tab, _ := s.Tab(t, s.Pages.URL("/frames"))
-		_, res := h.call("browser_claim", map[string]any{"instanceId": s.Instance, "tab": tab}, false)
-		raw, _ := json.Marshal(res.StructuredContent)
-		var l mcpserver.ClaimOutput
-		json.Unmarshal(raw, &l)
+		l := claimTab(h, s, tab)
 		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
 		out, _ := h.call("browser_frames", map[string]any{"leaseId": l.LeaseID}, false)
 		t.Logf("browser_frames:\n%s", out)

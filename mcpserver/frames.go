@@ -31,11 +31,31 @@ func (f *inlineFrame) selector() *browser.FrameSelector {
 // shows the same document: a button in an iframe is then found, and acted
 // on, like one of the page. Frames of another origin are listed only.
 func (s *Server) observeFrames(ctx context.Context, ss *mcp.ServerSession, se *session, leaseID string, page *browser.Observation, inv *browser.FrameInventory) []*inlineFrame {
+	frames := childFrames(page, inv)
+	for _, fr := range frames {
+		if fr.code != "" || fr.frame.OriginRelation != "same-origin" || fr.frame.DocumentEpoch == "" {
+			continue
+		}
+		var o browser.Observation
+		err := s.call(ctx, ss, readTimeout, "browser.observe", map[string]any{"sessionId": se.id, "leaseId": leaseID,
+			"frame": browser.FrameSelector{FrameID: fr.frame.ID, DocumentEpoch: fr.frame.DocumentEpoch}}, &o)
+		if err != nil {
+			fr.code = strings.SplitN(err.Error(), ":", 2)[0]
+			continue
+		}
+		fr.obs = &o
+	}
+	return frames
+}
+
+// childFrames lists inv's child frames when it is of page's document; the
+// same-origin ones past the first maxInlineFrames are marked not to read.
+func childFrames(page *browser.Observation, inv *browser.FrameInventory) []*inlineFrame {
 	if inv == nil || inv.DocumentEpoch != page.DocumentEpoch {
 		return nil
 	}
 	var out []*inlineFrame
-	read := 0
+	readable := 0
 	for _, f := range inv.Frames {
 		if f.IsMain {
 			continue
@@ -45,19 +65,11 @@ func (s *Server) observeFrames(ctx context.Context, ss *mcp.ServerSession, se *s
 		if f.OriginRelation != "same-origin" || f.DocumentEpoch == "" {
 			continue
 		}
-		if read == maxInlineFrames {
+		if readable == maxInlineFrames {
 			fr.code = "more frames than an outline reads"
 			continue
 		}
-		read++
-		var o browser.Observation
-		err := s.call(ctx, ss, readTimeout, "browser.observe", map[string]any{"sessionId": se.id, "leaseId": leaseID,
-			"frame": browser.FrameSelector{FrameID: f.ID, DocumentEpoch: f.DocumentEpoch}}, &o)
-		if err != nil {
-			fr.code = strings.SplitN(err.Error(), ":", 2)[0]
-			continue
-		}
-		fr.obs = &o
+		readable++
 	}
 	return out
 }
@@ -81,8 +93,9 @@ func writeFrames(b *strings.Builder, frames []*inlineFrame) {
 			if len(f.obs.Nodes) == 0 {
 				b.WriteString("  (no controls)\n")
 			}
+			names := nameSet(f.obs.Nodes)
 			for _, t := range f.obs.Text {
-				if t = collapse(t); t != "" && !isName(f.obs, t) {
+				if t = collapse(t); t != "" && !names[t] {
 					b.WriteString("  text: " + t + "\n")
 				}
 			}
@@ -90,27 +103,15 @@ func writeFrames(b *strings.Builder, frames []*inlineFrame) {
 				fmt.Fprintf(b, "  (truncated: read it whole with browser_observe frame={frameId:%q, documentEpoch:%q})\n", f.frame.ID, f.obs.DocumentEpoch)
 			}
 		case f.frame.OriginRelation == "same-origin":
-			fmt.Fprintf(b, "frame %s %s (same origin, not read: %s)\n", f.frame.ID, origin, orElse(f.code, "no document yet"))
+			why := f.code
+			if why == "" {
+				why = "no document yet"
+			}
+			fmt.Fprintf(b, "frame %s %s (same origin, not read: %s)\n", f.frame.ID, origin, why)
 		default:
 			fmt.Fprintf(b, "frame %s %s (%s: another site's content, not readable)\n", f.frame.ID, origin, f.frame.OriginRelation)
 		}
 	}
-}
-
-func isName(o *browser.Observation, t string) bool {
-	for i := range o.Nodes {
-		if collapse(o.Nodes[i].Name) == t {
-			return true
-		}
-	}
-	return false
-}
-
-func orElse(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 // frameOf returns the inline frame whose outline listed ref, when the

@@ -55,11 +55,9 @@ func writeOutline(b *strings.Builder, o *browser.Observation, leaseID string) {
 	}
 	fmt.Fprintf(b, "leaseId=%s documentEpoch=%s\n", leaseID, o.DocumentEpoch)
 
-	names := make(map[string]bool, len(o.Nodes))
+	names := nameSet(o.Nodes)
 	for i := range o.Nodes {
-		n := &o.Nodes[i]
-		names[collapse(n.Name)] = true
-		writeNode(b, n)
+		writeNode(b, &o.Nodes[i])
 	}
 	if len(o.Nodes) == 0 {
 		b.WriteString("(no controls)\n")
@@ -139,9 +137,8 @@ func RenderWindow(w *browser.PageWindow, leaseID string) string {
 	}
 	b.WriteByte('\n')
 	fmt.Fprintf(&b, "leaseId=%s documentEpoch=%s\n", leaseID, w.DocumentEpoch)
-	names := make(map[string]bool, len(w.Nodes))
+	names := nameSet(w.Nodes)
 	for i := range w.Nodes {
-		names[collapse(w.Nodes[i].Name)] = true
 		writeNode(&b, &w.Nodes[i])
 	}
 	wroteText := false
@@ -564,6 +561,16 @@ func label(n *browser.NodeRef) string {
 		return n.Role
 	}
 	return n.Role + " " + strconv.Quote(clip(n.Name, 60))
+}
+
+// nameSet holds the elements' names, whitespace-collapsed: a text fragment
+// that only repeats one is left out of an outline.
+func nameSet(nodes []browser.NodeRef) map[string]bool {
+	names := make(map[string]bool, len(nodes))
+	for i := range nodes {
+		names[collapse(nodes[i].Name)] = true
+	}
+	return names
 }
 
 func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -418,3 +418,46 @@ func TestOutlineOfAFrame(t *testing.T) {
 		t.Errorf("outline of a frame:\n%s", got)
 	}
 }
+
+// TestChildFrames: an outline reads at most maxInlineFrames same-origin
+// frames; the next is listed as not read, frames of other origins and the
+// main frame are never read, and a list of another document gives nothing.
+func TestChildFrames(t *testing.T) {
+	page := &browser.Observation{DocumentEpoch: "F:L"}
+	inv := &browser.FrameInventory{DocumentEpoch: "F:L", Frames: []browser.Frame{{ID: "main", IsMain: true, OriginRelation: "same-origin", DocumentEpoch: "F:L"}}}
+	for i := range maxInlineFrames + 1 {
+		inv.Frames = append(inv.Frames, browser.Frame{ID: fmt.Sprint("s", i), OriginRelation: "same-origin", DocumentEpoch: fmt.Sprint("S", i)},
+			browser.Frame{ID: fmt.Sprint("x", i), OriginRelation: "cross-origin"})
+	}
+	var read, notRead []string
+	for _, f := range childFrames(page, inv) {
+		switch {
+		case f.frame.OriginRelation != "same-origin":
+		case f.code == "":
+			read = append(read, f.frame.ID)
+		default:
+			notRead = append(notRead, f.frame.ID)
+		}
+	}
+	if fmt.Sprint(read) != "[s0 s1 s2 s3]" || fmt.Sprint(notRead) != "[s4]" {
+		t.Fatalf("read %v, not read %v", read, notRead)
+	}
+	if got := childFrames(&browser.Observation{DocumentEpoch: "F:L2"}, inv); got != nil {
+		t.Fatalf("a list of another document: %v", got)
+	}
+}
+
+// TestRenderChangeAtTheBound: exactly maxChangeLines changes are all
+// listed, with nothing said about more.
+func TestRenderChangeAtTheBound(t *testing.T) {
+	before := formObservation()
+	d := browser.ObservationDelta{Cursor: "c2", BaseCursor: before.Cursor, Title: before.Title, Text: &browser.TextSplice{Start: 6}}
+	for i := range maxChangeLines {
+		d.Text.Insert = append(d.Text.Insert, fmt.Sprint("line ", i))
+	}
+	res := browser.ActionResult{RequestID: "q", Outcome: "unknown", Dispatch: "observed", Postcondition: "unverified", Change: &d}
+	got := RenderAction(&res, click0, "L", before)
+	if !strings.Contains(got, fmt.Sprintf("+ text: line %d\n", maxChangeLines-1)) || strings.Contains(got, "more changes") {
+		t.Fatalf("at the bound:\n%s", got)
+	}
+}
