@@ -101,7 +101,9 @@ func (a *action) pointOn(t *target, where landing) (float64, float64, error) {
 		}
 		a.res.CoveredBy = nil
 		x, y, err := a.land(t, where)
-		if a.res.CoveredBy != nil || a.ctx.Err() == nil { // a check the deadline did not cut
+		// A check the deadline cut may have named the cover only by its tag
+		// (its role and name unread): the last complete check's answer stays.
+		if a.ctx.Err() == nil || covered == nil {
 			covered = a.res.CoveredBy
 		}
 		if err == nil {
