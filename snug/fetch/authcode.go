@@ -78,6 +78,9 @@ func (e *Executor) StartAuthorization(ctx context.Context, appID, slot, redirect
 		q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(sum[:]))
 		q.Set("code_challenge_method", "S256")
 	}
+	if ferr := e.sweepFlows(ctx); ferr != nil {
+		return "", ferr
+	}
 	id := random(16)
 	q.Set("state", id+"."+sign(key, id))
 	data, _ := json.Marshal(f)
@@ -215,6 +218,32 @@ func (e *Executor) takeFlow(ctx context.Context, id string) (flow, *Error) {
 		return f, hostError(err)
 	}
 	return f, nil
+}
+
+// sweepFlows deletes the sign-ins that were started more than FlowTimeout
+// ago and never completed (the user closed the provider's window): they
+// can no longer complete, and each holds a PKCE verifier.
+func (e *Executor) sweepFlows(ctx context.Context) *Error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	keys, err := e.store.SecretKeys(ctx, conn.FlowKeyPrefix)
+	if err != nil {
+		return hostError(err)
+	}
+	for _, k := range keys {
+		text, ok, err := e.store.Secret(ctx, k)
+		if err != nil {
+			return hostError(err)
+		}
+		var f flow
+		if ok && json.Unmarshal([]byte(text), &f) == nil && e.opts.Now().Sub(time.UnixMilli(f.Created)) <= FlowTimeout {
+			continue
+		}
+		if err := e.store.SetSecret(ctx, k, ""); err != nil {
+			return hostError(err)
+		}
+	}
+	return nil
 }
 
 // sameEndpoint reports whether the browser came back to redirectURI:

@@ -30,15 +30,26 @@ const redirectURI = "https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/"
 // the test), exchanges it once for tokens when the PKCE verifier matches
 // the challenge, and serves an API that wants the access token.
 type calProvider struct {
-	mu        sync.Mutex
-	challenge string // of the last authorize request
-	codes     map[string]bool
-	tokenPOST []url.Values
+	mu         sync.Mutex
+	challenge  string // of the last authorize request
+	codes      map[string]bool
+	tokenPOST  []url.Values
+	revokePOST []url.Values
+	revokeCode int // the revoke endpoint's status (0: 200)
 }
 
 func (p *calProvider) handle(rw http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if r.Host == "auth.cal.example" && r.URL.Path == "/revoke" {
+		r.ParseForm()
+		p.revokePOST = append(p.revokePOST, r.PostForm)
+		if p.revokeCode != 0 {
+			rw.WriteHeader(p.revokeCode)
+			fmt.Fprintf(rw, `{"error":"invalid_request","error_description":"cannot revoke %s"}`, r.PostForm.Get("token"))
+		}
+		return
+	}
 	if r.Host == "auth.cal.example" {
 		r.ParseForm()
 		p.tokenPOST = append(p.tokenPOST, r.PostForm)
@@ -200,5 +211,39 @@ func TestAuthorizationCodeRefusals(t *testing.T) {
 		if _, ferr := w.ex.StartAuthorization(ctx, w.app, c.slot, c.redirect); ferr == nil || ferr.Code != c.code {
 			t.Errorf("%+v: %+v", c, ferr)
 		}
+	}
+}
+
+// A sign-in the user never finished is deleted, verifier and all, by the
+// next one started after FlowTimeout; one still in time stays.
+func TestAbandonedSignInsAreSwept(t *testing.T) {
+	w, _ := calWorld(t)
+	flows := func() int {
+		keys, err := w.db.SecretKeys(ctx, conn.FlowKeyPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(keys)
+	}
+	start := func() {
+		if _, ferr := w.ex.StartAuthorization(ctx, w.app, "cal", redirectURI); ferr != nil {
+			t.Fatal(ferr)
+		}
+	}
+	start()
+	w.advance(fetch.FlowTimeout)
+	start()
+	if n := flows(); n != 2 {
+		t.Fatalf("%d sign-ins in progress at FlowTimeout, want 2", n)
+	}
+	w.advance(time.Millisecond)
+	start()
+	if n := flows(); n != 2 {
+		t.Fatalf("%d sign-ins in progress just past FlowTimeout of the first, want 2", n)
+	}
+	w.advance(fetch.FlowTimeout + time.Millisecond)
+	start()
+	if n := flows(); n != 1 {
+		t.Fatalf("%d sign-ins in progress, want the last one", n)
 	}
 }

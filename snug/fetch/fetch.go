@@ -61,6 +61,8 @@ type Store interface {
 	Connections(ctx context.Context, appID string) ([]userdb.Connection, error)
 	Secret(ctx context.Context, key string) (string, bool, error)
 	SetSecret(ctx context.Context, key, value string) error
+	// SecretKeys lists the keys under a prefix (the sign-ins in progress).
+	SecretKeys(ctx context.Context, prefix string) ([]string, error)
 	// SetConnectionSecrets writes under an approved slot only (tokens,
 	// state), so a token arriving after a revocation is never stored.
 	SetConnectionSecrets(ctx context.Context, appID, slot string, values map[string]string) error

@@ -163,33 +163,47 @@ func (e *Executor) saveState(ctx context.Context, app, slot string, st State) {
 	e.store.SetConnectionSecrets(ctx, app, slot, map[string]string{conn.StateField: string(data)})
 }
 
-// postForm makes one credential-bearing POST to an OAuth endpoint: https,
-// inside the connection's ceiling, past the SSRF guard, no redirect, the
-// answer capped. Failures are NET_AUTH_FAILED with the provider's own
-// words, at most 160 characters, scrubbed of what was sent.
+// postForm makes one credential-bearing POST to an OAuth token endpoint
+// and reads the tokens it answers.
 func (e *Executor) postForm(ctx context.Context, ceiling []string, endpoint string, form url.Values, scrub scrubber) (tokenResponse, *Error) {
 	var tok tokenResponse
+	data, ferr := e.post(ctx, ceiling, "token", endpoint, form, scrub)
+	if ferr != nil {
+		return tok, ferr
+	}
+	if json.Unmarshal(data, &tok) != nil || tok.AccessToken == "" {
+		return tok, fail(frame.CodeNetAuthFailed, "the token endpoint's answer has no access_token")
+	}
+	return tok, nil
+}
+
+// post makes one credential-bearing POST to the connection's OAuth
+// endpoint named what: https, inside the connection's ceiling, past the
+// SSRF guard, no redirect, the answer capped, and answers a 2xx body.
+// Failures are NET_AUTH_FAILED with the provider's own words, at most 160
+// characters, scrubbed of what was sent.
+func (e *Executor) post(ctx context.Context, ceiling []string, what, endpoint string, form url.Values, scrub scrubber) ([]byte, *Error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Scheme != "https" {
-		return tok, fail(frame.CodeNetAuthFailed, "the connection's token endpoint is not an https URL")
+		return nil, fail(frame.CodeNetAuthFailed, "the connection's %s endpoint is not an https URL", what)
 	}
 	host, err := ssrf.CanonicalHost(u.Hostname())
 	if err != nil || !conn.InCeiling(host, ceiling) {
-		return tok, fail(frame.CodeNetAuthFailed, "the connection's token endpoint is outside its approved hosts")
+		return nil, fail(frame.CodeNetAuthFailed, "the connection's %s endpoint is outside its approved hosts", what)
 	}
 	if ssrf.BlockedHost(host) {
-		return tok, fail(frame.CodeNetSSRFBlocked, "the connection's token endpoint is a private, loopback or local target")
+		return nil, fail(frame.CodeNetSSRFBlocked, "the connection's %s endpoint is a private, loopback or local target", what)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	for _, k := range []string{"code", "code_verifier"} {
+	for _, k := range []string{"code", "code_verifier", "token"} {
 		if v := form.Get(k); v != "" {
 			scrub = append(scrub, v)
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
 	if err != nil {
-		return tok, fail(frame.CodeNetAuthFailed, "the token request cannot be made")
+		return nil, fail(frame.CodeNetAuthFailed, "the %s request cannot be made", what)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -198,25 +212,22 @@ func (e *Executor) postForm(ctx context.Context, ceiling []string, endpoint stri
 		t := &target{host: host}
 		ferr := e.transportError(ctx, t, err, scrub)
 		if ferr.Code == frame.CodeNetFetchFailed {
-			ferr.Code, ferr.Message = frame.CodeNetAuthFailed, "the token endpoint could not be reached: "+strings.TrimPrefix(ferr.Message, "the request failed: ")
+			ferr.Code, ferr.Message = frame.CodeNetAuthFailed, "the "+what+" endpoint could not be reached: "+strings.TrimPrefix(ferr.Message, "the request failed: ")
 		}
-		return tok, ferr
+		return nil, ferr
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, frame.MaxNetResponseBodyBytes+1))
 	if err != nil || len(data) > frame.MaxNetResponseBodyBytes {
-		return tok, fail(frame.CodeNetAuthFailed, "the token endpoint's answer could not be read")
+		return nil, fail(frame.CodeNetAuthFailed, "the %s endpoint's answer could not be read", what)
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return tok, fail(frame.CodeNetAuthFailed, "the token endpoint answered with a redirect, which is never followed")
+		return nil, fail(frame.CodeNetAuthFailed, "the %s endpoint answered with a redirect, which is never followed", what)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return tok, fail(frame.CodeNetAuthFailed, "the token endpoint refused (%d): %s", resp.StatusCode, providerError(string(data), scrub))
+		return nil, fail(frame.CodeNetAuthFailed, "the %s endpoint refused (%d): %s", what, resp.StatusCode, providerError(string(data), scrub))
 	}
-	if json.Unmarshal(data, &tok) != nil || tok.AccessToken == "" {
-		return tok, fail(frame.CodeNetAuthFailed, "the token endpoint's answer has no access_token")
-	}
-	return tok, nil
+	return data, nil
 }
 
 // providerError is a provider's error text fit to show a person (§14.3):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/snug/apps"
@@ -174,6 +175,10 @@ func (h *Hub) setCredential(ctx context.Context, _ service.Client, params json.R
 	return h.view(ctx, c), nil
 }
 
+// providerRevokeTimeout bounds the revocation at an OAuth provider that a
+// revocation here waits for.
+const providerRevokeTimeout = 5 * time.Second
+
 func (h *Hub) revokeClient(ctx context.Context, _ service.Client, params json.RawMessage) (any, error) {
 	var p apps.SlotParams
 	if err := decode(params, &p); err != nil {
@@ -186,7 +191,19 @@ func (h *Hub) revokeClient(ctx context.Context, _ service.Client, params json.Ra
 	return h.revoke(ctx, a.ID, p.Slot)
 }
 
+// revoke revokes a connection: first at its OAuth provider, while its
+// tokens are still here (bounded by providerRevokeTimeout, and logged
+// when it fails: the user's revocation on this machine never waits on
+// the provider's answer), then here, deleting its secrets.
 func (h *Hub) revoke(ctx context.Context, appID, slot string) (any, error) {
+	pctx, cancel := context.WithTimeout(ctx, providerRevokeTimeout)
+	asked, ferr := h.net.RevokeAtProvider(pctx, appID, slot)
+	cancel()
+	if ferr != nil {
+		h.log.Warn("the provider did not revoke the connection's token; it is deleted here all the same", "app", appID, "slot", slot, "code", ferr.Code, "err", ferr.Message)
+	} else if asked {
+		h.log.Info("the provider revoked the connection's token", "app", appID, "slot", slot)
+	}
 	c, err := h.db.RevokeConnection(ctx, appID, slot)
 	if err != nil {
 		return nil, fromConnDB(err)

@@ -312,8 +312,13 @@ func TestOAuthSignInInTheTab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var challenge atomic.Value
+	var challenge, revoked atomic.Value
 	srv, err := ssrftest.Serve(ca, []string{"api.cal.example", "auth.cal.example"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "auth.cal.example" && r.URL.Path == "/revoke" {
+			r.ParseForm()
+			revoked.Store(r.PostForm.Encode())
+			return
+		}
 		if r.Host == "auth.cal.example" {
 			r.ParseForm()
 			sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
@@ -343,7 +348,8 @@ func TestOAuthSignInInTheTab(t *testing.T) {
 	ctx := t.Context()
 	d := call[apps.Connection](t, c, apps.MethodConnectionDeclare, apps.DeclareParams{App: appID, Requirement: `{"slot":"cal","provider":{"name":"Cal"},
 		"kind":"oauth2_auth_code","fields":[{"key":"client_id","label":"Client ID","type":"text"}],
-		"endpoints":{"authorizeUrl":"https://auth.cal.example/authorize","tokenUrl":"https://auth.cal.example/token"},"declaredApiHosts":["api.cal.example"]}`})
+		"endpoints":{"authorizeUrl":"https://auth.cal.example/authorize","tokenUrl":"https://auth.cal.example/token",
+		"revokeUrl":"https://auth.cal.example/revoke"},"declaredApiHosts":["api.cal.example"]}`})
 	if _, err := h.conn.Call(ctx, apps.ProviderApprove, apps.ApproveParams{Runner: "tab", Slot: "cal", Reviewed: string(d.Requirement),
 		Credentials: map[string]string{"client_id": "cal-client"}}); err != nil {
 		t.Fatal(err)
@@ -378,6 +384,17 @@ func TestOAuthSignInInTheTab(t *testing.T) {
 	h.sendJSON("tab", map[string]any{"v": 1, "type": "snug:net-request", "requestId": "c1", "instanceId": inst, "url": "https://api.cal.example/events", "method": "GET"})
 	if got := tb.frameOf(t, "snug:net-response", "c1"); got["body"] != `{"auth":true}` {
 		t.Fatalf("the app's request: %v", got)
+	}
+
+	// Revoked in the tab: the token is revoked at the provider first, then
+	// deleted here.
+	raw, err = h.conn.Call(ctx, apps.ProviderRevoke, apps.RunnerSlotParams{Runner: "tab", Slot: "cal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(raw, &v)
+	if want := "client_id=cal-client&token=cal-token-1&token_type_hint=access_token"; v.Status != "revoked" || revoked.Load() != want {
+		t.Fatalf("revoked %s; the provider was sent %v, want %s", raw, revoked.Load(), want)
 	}
 	if strings.Contains(e.log.String(), "cal-token-1") || strings.Contains(e.log.String(), "the-code") {
 		t.Fatal("a token or the code is in the log")

@@ -56,6 +56,28 @@ func (db *DB) Secret(ctx context.Context, key string) (value string, ok bool, er
 	return value, err == nil, err
 }
 
+// SecretKeys lists the snug_secrets keys that start with prefix, in
+// order; the values stay where they are.
+func (db *DB) SecretKeys(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	err := db.with(func(c *sql.Conn) error {
+		rows, err := c.QueryContext(ctx, `SELECT key FROM snug_secrets WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key`, prefix)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			keys = append(keys, k)
+		}
+		return rows.Err()
+	})
+	return keys, err
+}
+
 // SetSecret stores value under key in snug_secrets; an empty value removes
 // the key. secure_delete zeroes the bytes of a replaced or removed secret.
 func (db *DB) SetSecret(ctx context.Context, key, value string) error {
