@@ -19,13 +19,21 @@ const (
 	MaxPointOffset       = 10_000 // x, y of clickAt: CSS pixels from the element's top-left corner
 )
 
-// NamedKeys are the keys press accepts, and chord besides single
-// characters.
-var NamedKeys = map[string]bool{
-	"Enter": true, "Tab": true, "Escape": true, "Space": true,
-	"ArrowUp": true, "ArrowDown": true, "ArrowLeft": true, "ArrowRight": true,
-	"Home": true, "End": true, "PageUp": true, "PageDown": true, "Backspace": true, "Delete": true,
+// NamedKeyList are the keys press accepts, and chord besides single
+// characters, in the order a person lists them; NamedKeys is the same set.
+var NamedKeyList = []string{
+	"Enter", "Tab", "Escape", "Space", "Backspace", "Delete",
+	"ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown",
 }
+
+// NamedKeys are the keys of NamedKeyList, to look one up.
+var NamedKeys = func() map[string]bool {
+	m := make(map[string]bool, len(NamedKeyList))
+	for _, k := range NamedKeyList {
+		m[k] = true
+	}
+	return m
+}()
 
 // Modifiers are the modifier keys a chord may hold, in the order they go
 // down.

@@ -67,7 +67,7 @@ type (
 	pressShape struct {
 		Kind     string       `json:"kind" const:"press"`
 		Ref      string       `json:"ref" len:"1,128"`
-		Key      string       `json:"key" enum:"Enter,Tab,Escape,Space,ArrowUp,ArrowDown,ArrowLeft,ArrowRight,Home,End,PageUp,PageDown,Backspace,Delete"`
+		Key      string       `json:"key"`
 		Shift    *bool        `json:"shift,omitempty"`
 		Expected *anyExpected `json:"expected,omitempty"`
 	}
@@ -117,7 +117,7 @@ type (
 	chordNamedShape struct {
 		Kind      string       `json:"kind" const:"chord"`
 		Ref       string       `json:"ref" len:"1,128"`
-		Key       string       `json:"key" enum:"Enter,Tab,Escape,Space,ArrowUp,ArrowDown,ArrowLeft,ArrowRight,Home,End,PageUp,PageDown,Backspace,Delete"`
+		Key       string       `json:"key"`
 		Modifiers []string     `json:"modifiers" items:"1,4"`
 		Expected  *anyExpected `json:"expected,omitempty"`
 	}
@@ -173,9 +173,19 @@ func (scrollShape) patch(s *jsonschema.Schema) { notBothZero(s) }
 func (wheelShape) patch(s *jsonschema.Schema)  { notBothZero(s) }
 func (dragByShape) patch(s *jsonschema.Schema) { notBothZero(s) }
 
-// A chord's modifiers are each a modifier, at most once.
-func (chordNamedShape) patch(s *jsonschema.Schema) { modifierItems(s) }
+// press's key is a named key; a chord's is a named key or a character,
+// and its modifiers are each a modifier, at most once.
+func (pressShape) patch(s *jsonschema.Schema)      { namedKey(s) }
+func (chordNamedShape) patch(s *jsonschema.Schema) { namedKey(s); modifierItems(s) }
 func (chordCharShape) patch(s *jsonschema.Schema)  { modifierItems(s) }
+
+func namedKey(s *jsonschema.Schema) {
+	k := s.Properties["key"]
+	k.Enum = nil
+	for _, v := range NamedKeyList {
+		k.Enum = append(k.Enum, v)
+	}
+}
 
 func modifierItems(s *jsonschema.Schema) {
 	m := s.Properties["modifiers"]

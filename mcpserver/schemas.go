@@ -16,14 +16,8 @@ var actionKinds = []string{"click", "fill", "type", "append", "press", "check", 
 // expectationKinds are the kinds of action.expected.
 var expectationKinds = []string{"text", "value", "url", "state"}
 
-// namedKeys are browser.NamedKeys in the order a person lists them.
-var namedKeys = []string{
-	"Enter", "Tab", "Escape", "Space", "Backspace", "Delete",
-	"ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown",
-}
-
 // keyPattern accepts a named key or one character (a chord's key).
-var keyPattern = "^(" + strings.Join(namedKeys, "|") + "|.)$"
+var keyPattern = "^(" + strings.Join(browser.NamedKeyList, "|") + "|.)$"
 
 // inputSchema infers the schema of T, makes optional pointer fields plain
 // optional properties (the broker never takes null), and applies patch.
@@ -96,7 +90,7 @@ func annotateAction(a *jsonschema.Schema) {
 	t.MaxLength = ptr(browser.MaxActionText)
 	key := prop(a, "key")
 	key.Pattern = keyPattern
-	key.Description = "press: a named key (" + strings.Join(namedKeys, ", ") + "); chord: a named key, or exactly one character such as \"s\", \"/\" or \"?\""
+	key.Description = "press: a named key (" + strings.Join(browser.NamedKeyList, ", ") + "); chord: a named key, or exactly one character such as \"s\", \"/\" or \"?\""
 	prop(a, "shift").Description = "press: hold Shift"
 	mods := prop(a, "modifiers")
 	mods.Description = "chord: the modifier keys to hold, e.g. [\"Control\"] or [\"Control\", \"Shift\"]; [] for a plain character. " +

@@ -570,7 +570,7 @@ func checkAction(a *browser.Action) error {
 		err = need("text", "the text")
 	case "press":
 		if !browser.NamedKeys[a.Key] {
-			err = fmt.Errorf("INVALID_REQUEST: press needs action.key, one of %s", strings.Join(namedKeys, ", "))
+			err = fmt.Errorf("INVALID_REQUEST: press needs action.key, one of %s", strings.Join(browser.NamedKeyList, ", "))
 		}
 	case "check":
 		err = need("checked", "true to check, false to uncheck")
@@ -583,7 +583,7 @@ func checkAction(a *browser.Action) error {
 			a.Modifiers = []string{} // a plain character
 		}
 		if !browser.NamedKeys[a.Key] && !(utf8.RuneCountInString(a.Key) == 1 && browser.KeyCharacter(a.Key)) {
-			err = fmt.Errorf("INVALID_REQUEST: chord needs action.key: one of %s, or one character", strings.Join(namedKeys, ", "))
+			err = fmt.Errorf("INVALID_REQUEST: chord needs action.key: one of %s, or one character", strings.Join(browser.NamedKeyList, ", "))
 		} else if browser.NamedKeys[a.Key] && len(a.Modifiers) == 0 {
 			err = fmt.Errorf("INVALID_REQUEST: a chord of a named key needs modifiers (or use press)")
 		}

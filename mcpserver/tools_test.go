@@ -10,14 +10,6 @@ import (
 	"github.com/dsh-browser/broker/browser"
 )
 
-func TestNamedKeysMatchBroker(t *testing.T) {
-	got := slices.Sorted(slices.Values(namedKeys))
-	want := slices.Sorted(maps.Keys(browser.NamedKeys))
-	if !slices.Equal(got, want) {
-		t.Errorf("namedKeys %v, the broker's %v", got, want)
-	}
-}
-
 func TestCheckAction(t *testing.T) {
 	shift := true
 	for _, tc := range []struct {
