@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/wire"
@@ -58,7 +60,7 @@ var errNotAString = errors.New("a tab's id, instanceId, url or title is not a st
 // reflection: decoding the list was most of the broker's own time in a
 // browser.tabs round trip.
 func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
-	if string(raw) == "null" {
+	if string(bytes.Trim(raw, " \t\r\n")) == "null" { // JSON's whitespace
 		return nil, nil
 	}
 	tabs := make([]browser.TabSummary, 0, 8)
@@ -99,14 +101,16 @@ func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
 }
 
 // tabList is browser.tabs's value. Its JSON is json.Marshal's of
-// []browser.TabSummary, written without reflection.
+// []browser.TabSummary, written without reflection (rpc.JSONAppender).
 type tabList []browser.TabSummary
 
-func (l tabList) MarshalJSON() ([]byte, error) {
+func (l tabList) MarshalJSON() ([]byte, error) { return l.AppendJSON(nil), nil }
+
+func (l tabList) AppendJSON(b []byte) []byte {
 	if l == nil {
-		return []byte("null"), nil
+		return append(b, "null"...)
 	}
-	b := make([]byte, 0, 160*len(l)+2)
+	b = slices.Grow(b, 160*len(l)+2)
 	b = append(b, '[')
 	for i, t := range l {
 		if i > 0 {
@@ -122,5 +126,5 @@ func (l tabList) MarshalJSON() ([]byte, error) {
 		b = wire.AppendString(b, t.Title)
 		b = append(b, '}')
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
 }
