@@ -67,7 +67,7 @@ func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
 	}
 	// Each field's text is appended to text, and its end offset kept in
 	// ends, four a tab; the strings are cut from one copy of text after.
-	text := make([]byte, 0, len(raw)) // escapes only shrink a string, and most are plain
+	text := make([]byte, 0, len(raw)) // room enough unless invalid UTF-8 grows into U+FFFD
 	ends := make([]int, 0, 32)
 	err := wire.Elements(raw, func(elem []byte) error {
 		var values [4][]byte // id, instanceId, url, title; nil when absent or null
