@@ -25,14 +25,18 @@
 // (fdatasync) before the runtime records the action's intent in the
 // journal, so the log always knows at least what the journal knows: an
 // action the journal holds as reserved (it may have happened) is in the log
-// too. The end record follows the journal's outcome and is not synced. When
-// the log is opened, every begin without an end is closed with an
-// interrupted record: the broker stopped before the outcome was recorded,
-// so, as the journal says of a reserved record, the input may have
-// happened ([StateInterrupted], outcome and dispatch "unknown"). After a
-// crash between the journal's outcome and the end record, the log says
-// "unknown" where the journal knows better: the log is never more certain
-// than the journal.
+// too. Concurrent begins share one sync, as the journal's reservations do.
+// The begin of an action the journal will not hold (its fence is in memory
+// only) is written without waiting for a sync ([Log.BeginUnsynced]): it
+// outlives a crash of the broker, and only a crash of the machine, which
+// loses the fence too, can lose it. The end record follows the journal's
+// outcome and is not synced. When the log is opened, every begin without an
+// end is closed with an interrupted record: the broker stopped before the
+// outcome was recorded, so, as the journal says of a reserved record, the
+// input may have happened ([StateInterrupted], outcome and dispatch
+// "unknown"). After a crash between the journal's outcome and the end
+// record, the log says "unknown" where the journal knows better: the log is
+// never more certain than the journal.
 //
 // The file follows the journal's rules: a real directory owned by the user
 // that no one else can write to; a regular file, never followed through a

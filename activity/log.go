@@ -45,7 +45,8 @@ type Options struct {
 }
 
 // Log is the activity log. Its methods are safe for concurrent use; Begin
-// waits for the disk.
+// waits for the disk, sharing one fdatasync with the Begins written
+// meanwhile.
 type Log struct {
 	path  string
 	opts  Options
@@ -63,6 +64,17 @@ type Log struct {
 	nextID  uint64
 	rev     uint64
 	lines   int // records in the file
+
+	// smu guards the sync state; scond signals a sync's end. written
+	// changes under both mu and smu. Lock order: mu, then smu; a sync
+	// holds neither while it runs.
+	smu     sync.Mutex
+	scond   *sync.Cond
+	syncing bool     // a sync is in progress
+	sf      *os.File // the file a sync flushes: f, or nil
+	written uint64   // records appended since Open
+	durable uint64   // of those, how many are on disk
+	syncs   int      // fdatasyncs done, for tests
 }
 
 // Status is the log's state for the console and `broker status`.
@@ -99,6 +111,7 @@ func Open(path string, opts Options) *Log {
 	rand.Read(b)
 	l := &Log{path: path, opts: opts, log: opts.Logger.With("activity_log", path), epoch: hex.EncodeToString(b),
 		byID: make(map[uint64]*Entry), nextID: 1}
+	l.scond = sync.NewCond(&l.smu)
 	if p := l.open(); p != nil {
 		l.problem = p
 		l.log.Error("activity log unavailable: agents' actions are shown for this run only", "reason", p.Reason, "fix", p.Fix, "err", p.Cause)
@@ -136,7 +149,7 @@ func (l *Log) open() *Problem {
 			return &Problem{Reason: fmt.Sprintf("the activity log %s changed while it was opened", l.path), Fix: fixRestart}
 		}
 	}
-	l.f = f
+	l.use(f)
 	fold, err := foldRecords(f)
 	if err != nil {
 		return l.fail("reading", err)
@@ -175,7 +188,7 @@ func (l *Log) open() *Problem {
 			r := &record{V: 1, Rec: recInterrupted, ID: e.ID, At: max(now.UnixMilli(), e.Time.UnixMilli())}
 			e.apply(r)
 			if !rewrite {
-				if err := l.append(r, false); err != nil {
+				if err := l.append(r); err != nil {
 					return l.problem
 				}
 			}
@@ -223,15 +236,29 @@ func (l *Log) fail(op string, err error) *Problem {
 			l.log.Error("activity log unavailable: agents' actions are shown for this run only", "reason", p.Reason, "fix", p.Fix, "err", err)
 		}
 	}
-	if l.f != nil {
-		l.f.Close()
-		l.f = nil
+	if old := l.f; old != nil {
+		l.use(nil)
+		old.Close()
 	}
 	return l.problem
 }
 
-// append writes one record, synced when sync is set. The caller holds mu.
-func (l *Log) append(r *record, sync bool) error {
+// use makes f the log's file, once no sync is running on the one before,
+// and counts every record written so far as durable: f holds them synced
+// (a rewrite), or there is no file to wait for. The caller holds mu, or
+// the log is not shared yet.
+func (l *Log) use(f *os.File) {
+	l.smu.Lock()
+	for l.syncing {
+		l.scond.Wait()
+	}
+	l.f, l.sf = f, f
+	l.durable = l.written
+	l.smu.Unlock()
+}
+
+// append writes one record, without a sync. The caller holds mu.
+func (l *Log) append(r *record) error {
 	if l.f == nil {
 		return errUnavailable
 	}
@@ -242,13 +269,48 @@ func (l *Log) append(r *record, sync bool) error {
 	if _, err := l.f.Write(append(line, '\n')); err != nil {
 		return l.fail("writing", err)
 	}
-	if sync {
-		if err := unix.Fdatasync(int(l.f.Fd())); err != nil {
-			return l.fail("syncing", err)
-		}
-	}
 	l.lines++
+	l.smu.Lock()
+	l.written++
+	l.smu.Unlock()
 	return nil
+}
+
+// syncThrough returns once the first n records written are on disk:
+// synced by a sync that started after the nth was written. A Begin waits
+// for the sync in progress, if any, and then, unless that one covered its
+// record, starts the next, which covers every record written until it
+// starts; so concurrent Begins share syncs, with no timer and no delay
+// for a lone writer (the journal's group commit). A failed sync makes the
+// log unavailable.
+func (l *Log) syncThrough(n uint64) {
+	l.smu.Lock()
+	defer l.smu.Unlock()
+	for l.durable < n && l.sf != nil {
+		if l.syncing {
+			l.scond.Wait()
+			continue
+		}
+		l.syncing = true
+		f, target := l.sf, l.written
+		l.smu.Unlock()
+		err := unix.Fdatasync(int(f.Fd()))
+		l.smu.Lock()
+		l.syncing = false
+		l.scond.Broadcast()
+		if err != nil {
+			l.smu.Unlock()
+			l.mu.Lock()
+			if l.f == f {
+				l.fail("syncing", err)
+			}
+			l.mu.Unlock()
+			l.smu.Lock()
+			return
+		}
+		l.syncs++
+		l.durable = max(l.durable, target)
+	}
 }
 
 // Begin records that an agent asked for an action, durably (the record is
@@ -256,11 +318,25 @@ func (l *Log) append(r *record, sync bool) error {
 // Call it before the action's intent is recorded in the journal. On an
 // unavailable log the entry is kept in memory only.
 func (l *Log) Begin(a Action) uint64 {
+	return l.begin(a, true)
+}
+
+// BeginUnsynced is Begin for an action the journal will not hold (its
+// fence is in memory only): the record is written, so it outlives a crash
+// of the broker, but Begin does not wait for the disk; a crash of the
+// machine may lose it, as it loses the fence. The next sync, or the
+// file's writeback, takes it to disk.
+func (l *Log) BeginUnsynced(a Action) uint64 {
+	return l.begin(a, false)
+}
+
+func (l *Log) begin(a Action, sync bool) uint64 {
 	l.mu.Lock()
 	id := l.nextID
 	l.nextID++
 	r := beginRecord(id, l.opts.Now(), a)
-	l.append(r, true)
+	l.append(r)
+	n := l.written
 	e := entryOf(r)
 	l.rev++
 	e.Rev = l.rev
@@ -268,6 +344,9 @@ func (l *Log) Begin(a Action) uint64 {
 	l.byID[id] = e
 	l.bound()
 	l.mu.Unlock()
+	if sync {
+		l.syncThrough(n)
+	}
 	l.opts.OnChange()
 	return id
 }
@@ -287,7 +366,7 @@ func (l *Log) End(id uint64, outcome, dispatch, code string) error {
 		return nil
 	}
 	r := &record{V: 1, Rec: recEnd, ID: id, At: max(l.opts.Now().UnixMilli(), e.Time.UnixMilli()), Outcome: outcome, Dispatch: dispatch, Code: code}
-	l.append(r, false) // not synced: a lost end reads as interrupted, never as more than the journal knows
+	l.append(r) // not synced: a lost end reads as interrupted, never as more than the journal knows
 	e.apply(r)
 	l.rev++
 	e.Rev = l.rev
@@ -379,10 +458,12 @@ func (l *Log) rewrite() error {
 		l.fail("reopening", p)
 		return p
 	}
-	if l.f != nil {
-		l.f.Close()
+	old := l.f
+	l.use(f) // every record is in f, synced
+	l.lines = lines
+	if old != nil {
+		old.Close()
 	}
-	l.f, l.lines = f, lines
 	return nil
 }
 
@@ -422,8 +503,9 @@ func (l *Log) Close() error {
 	if l.f == nil {
 		return nil
 	}
-	err := l.f.Close()
-	l.f = nil
+	old := l.f
+	l.use(nil)
+	err := old.Close()
 	if l.problem == nil {
 		l.problem = &Problem{Reason: "the activity log is closed", Fix: fixRestart}
 	}

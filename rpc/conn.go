@@ -426,9 +426,20 @@ func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Reques
 	}
 }
 
+// JSONAppender is a handler's value that writes its own JSON, valid and
+// compact by construction. Its reply is written as it appends it, without
+// encoding/json, which scans a Marshaler's output once more to check and
+// compact it (in a browser.tabs round trip, 3% of all three parties' CPU).
+type JSONAppender interface {
+	AppendJSON(dst []byte) []byte
+}
+
 func (c *Conn) replyFor(id string, value any, err error) *wire.Envelope {
 	if err != nil {
 		return wire.Failure(id, CodeOf(err))
+	}
+	if a, ok := value.(JSONAppender); ok {
+		return wire.Success(id, a.AppendJSON(nil))
 	}
 	data, merr := json.Marshal(value)
 	if merr != nil {

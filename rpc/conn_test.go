@@ -155,6 +155,28 @@ func TestRequestResponse(t *testing.T) {
 	}
 }
 
+// appended writes itself one way through rpc.JSONAppender and another
+// through json.Marshaler, to tell which one a reply used.
+type appended struct{}
+
+func (appended) AppendJSON(b []byte) []byte   { return append(b, `{"by":"AppendJSON"}`...) }
+func (appended) MarshalJSON() ([]byte, error) { return []byte(`{"by":"MarshalJSON"}`), nil }
+
+type appendHandler struct{}
+
+func (appendHandler) Handle(context.Context, *rpc.Request) (any, error) { return appended{}, nil }
+func (appendHandler) Event(*wire.Envelope)                              {}
+
+// TestReplyAppendsJSON: a value that appends its own JSON is answered with
+// exactly those bytes, without encoding/json.
+func TestReplyAppendsJSON(t *testing.T) {
+	_, p := start(t, appendHandler{}, rpc.Limits{})
+	p.request("1", "any")
+	if r := p.read(); !r.OK || string(r.Value) != `{"by":"AppendJSON"}` {
+		t.Fatalf("reply %+v, want the value's AppendJSON", r)
+	}
+}
+
 func TestIncomingInFlightLimit(t *testing.T) {
 	h := newHandler()
 	_, p := start(t, h, rpc.Limits{})

@@ -51,7 +51,7 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 	if f == nil {
 		return retry, err
 	}
-	ctx = withLogged(ctx, r.logAction(c, req.Action, -1))
+	ctx = withLogged(ctx, r.logAction(c, req.Action, -1, idt.durable))
 	var res *browser.ActionResult
 	if idt.durable {
 		res, err = r.actDurable(ctx, owner, idt, req, timeout)

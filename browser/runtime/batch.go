@@ -165,7 +165,7 @@ func (b *batch) step(ctx context.Context, l *lease.Lease, p *page, prov Provider
 	r := b.r
 	child := browser.ActionRequest{RequestID: b.childID(i), LeaseID: b.req.LeaseID, DocumentEpoch: b.req.DocumentEpoch, Action: st.Action, TimeoutMs: st.TimeoutMs}
 	res = &browser.ActionResult{RequestID: child.RequestID}
-	g := r.logAction(b.c, st.Action, i)
+	g := r.logAction(b.c, st.Action, i, b.idt.durable)
 	g.begin(l, p, child) // before the step's intent is journaled
 	defer func() { g.end(res) }()
 	if _, err := r.leases.Get(b.owner, b.req.LeaseID); err != nil {

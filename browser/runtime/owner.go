@@ -18,7 +18,8 @@ import (
 
 // ActivityLog is the owner's activity log (package activity).
 type ActivityLog interface {
-	Begin(activity.Action) uint64
+	Begin(activity.Action) uint64         // synced: before a journal intent
+	BeginUnsynced(activity.Action) uint64 // an action fenced in memory only
 	End(id uint64, outcome, dispatch, code string) error
 }
 
@@ -68,15 +69,17 @@ func (r *Runtime) grantsChanged() {
 // logged is one action's entry in the activity log; a nil *logged logs
 // nothing (no log configured).
 type logged struct {
-	log  ActivityLog
-	warn *slog.Logger
-	act  activity.Action
-	id   uint64 // set by begin
+	log     ActivityLog
+	warn    *slog.Logger
+	act     activity.Action
+	durable bool   // the journal will hold the action's intent
+	id      uint64 // set by begin
 }
 
 // logAction prepares the entry of an action client c asked for: step is a
-// batch step's index or -1. Typed text is counted, never kept.
-func (r *Runtime) logAction(c Client, a browser.Action, step int) *logged {
+// batch step's index or -1; durable says the journal will hold its intent.
+// Typed text is counted, never kept.
+func (r *Runtime) logAction(c Client, a browser.Action, step int, durable bool) *logged {
 	if r.cfg.Activity == nil {
 		return nil
 	}
@@ -84,12 +87,15 @@ func (r *Runtime) logAction(c Client, a browser.Action, step int) *logged {
 	if a.Text != nil {
 		act.TextLength = utf8.RuneCountInString(*a.Text)
 	}
-	return &logged{log: r.cfg.Activity, warn: r.log, act: act}
+	return &logged{log: r.cfg.Activity, warn: r.log, act: act, durable: durable}
 }
 
 // begin records the action on its lease's tab and the page's origin, with
 // its target's role and name as the client observed them. Call it once the
-// lease is known to be live and before the action's intent is journaled.
+// lease is known to be live and before the action's intent is journaled:
+// a durable action's entry is on disk before its intent, so the log knows
+// what the journal knows; an action fenced in memory does not wait for the
+// disk (after a crash of the machine neither is known).
 func (g *logged) begin(l *lease.Lease, p *page, req browser.ActionRequest) {
 	if g == nil {
 		return
@@ -98,7 +104,11 @@ func (g *logged) begin(l *lease.Lease, p *page, req browser.ActionRequest) {
 	if t := p.resolve(req.Action.Ref, req.DocumentEpoch, req.Frame != nil); t != nil {
 		g.act.Role, g.act.Name = t.Role, t.Name
 	}
-	g.id = g.log.Begin(g.act)
+	if g.durable {
+		g.id = g.log.Begin(g.act)
+	} else {
+		g.id = g.log.BeginUnsynced(g.act)
+	}
 }
 
 // end records the action's final result (after the journal's outcome).

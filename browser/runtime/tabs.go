@@ -1,9 +1,12 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/wire"
@@ -35,7 +38,7 @@ func (r *Runtime) listTabs(ctx context.Context, instanceID string) ([]browser.Ta
 	if err != nil {
 		return nil, err
 	}
-	out := make([]browser.TabSummary, 0, len(listed))
+	out := listed[:0] // filtered in place: the list is this call's own
 	for _, tab := range listed {
 		if tab.InstanceID != instanceID || !bounded(tab.ID, 1, 256) {
 			continue
@@ -55,58 +58,102 @@ var errNotAString = errors.New("a tab's id, instanceId, url or title is not a st
 // []browser.TabSummary (null as no tabs; a member missing or null as its
 // zero value; other members ignored), except that the keys match exactly,
 // not whatever their case. It is one pass of wire's scanner, without
-// reflection: decoding the list was most of the broker's own time in a
-// browser.tabs round trip.
+// reflection, and its strings share one allocation: decoding the list was
+// most of the broker's own time in a browser.tabs round trip, and a string
+// apiece a fifth of its allocations.
 func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
-	if string(raw) == "null" {
+	if string(bytes.Trim(raw, " \t\r\n")) == "null" { // JSON's whitespace
 		return nil, nil
 	}
-	tabs := make([]browser.TabSummary, 0, 8)
+	// Each field's text is appended to text, and its end offset kept in
+	// ends, four a tab; the strings are cut from one copy of text after.
+	text := make([]byte, 0, len(raw)) // room enough unless invalid UTF-8 grows into U+FFFD
+	ends := make([]int, 0, 32)
 	err := wire.Elements(raw, func(elem []byte) error {
-		var t browser.TabSummary
+		var values [4][]byte // id, instanceId, url, title; nil when absent or null
 		err := wire.Members(elem, func(key, value []byte) error {
-			var field *string
+			i := 0
 			switch string(key) {
 			case "id":
-				field = &t.ID
 			case "instanceId":
-				field = &t.InstanceID
+				i = 1
 			case "url":
-				field = &t.URL
+				i = 2
 			case "title":
-				field = &t.Title
+				i = 3
 			default:
 				return nil
 			}
-			if string(value) == "null" {
-				*field = ""
-				return nil
+			values[i] = nil
+			if string(value) != "null" {
+				if value[0] != '"' {
+					return errNotAString
+				}
+				values[i] = value // the last one counts, as in json.Unmarshal
 			}
-			s, err := wire.String(value)
-			if err != nil {
-				return errNotAString
-			}
-			*field = s
 			return nil
 		})
-		tabs = append(tabs, t)
+		for _, v := range values {
+			if v != nil {
+				var perr error
+				if text, perr = appendUnquoted(text, v); perr != nil && err == nil {
+					err = perr
+				}
+			}
+			ends = append(ends, len(text))
+		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	all := string(text)
+	tabs := make([]browser.TabSummary, len(ends)/4)
+	start := 0
+	field := func(i int) string {
+		s := all[start:ends[i]]
+		start = ends[i]
+		return s
+	}
+	for i := range tabs {
+		tabs[i] = browser.TabSummary{ID: field(4 * i), InstanceID: field(4*i + 1), URL: field(4*i + 2), Title: field(4*i + 3)}
+	}
 	return tabs, nil
 }
 
+// appendUnquoted appends the text of the JSON string value to b: its bytes
+// as they are when it is plain ASCII without escapes, else as wire.String
+// decodes it.
+func appendUnquoted(b, value []byte) ([]byte, error) {
+	inner := value[1 : len(value)-1]
+	plain := true
+	for _, c := range inner {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return append(b, inner...), nil
+	}
+	s, err := wire.String(value)
+	if err != nil {
+		return b, errNotAString
+	}
+	return append(b, s...), nil
+}
+
 // tabList is browser.tabs's value. Its JSON is json.Marshal's of
-// []browser.TabSummary, written without reflection.
+// []browser.TabSummary, written without reflection (rpc.JSONAppender).
 type tabList []browser.TabSummary
 
-func (l tabList) MarshalJSON() ([]byte, error) {
+func (l tabList) MarshalJSON() ([]byte, error) { return l.AppendJSON(nil), nil }
+
+func (l tabList) AppendJSON(b []byte) []byte {
 	if l == nil {
-		return []byte("null"), nil
+		return append(b, "null"...)
 	}
-	b := make([]byte, 0, 160*len(l)+2)
+	b = slices.Grow(b, 160*len(l)+2)
 	b = append(b, '[')
 	for i, t := range l {
 		if i > 0 {
@@ -122,5 +169,5 @@ func (l tabList) MarshalJSON() ([]byte, error) {
 		b = wire.AppendString(b, t.Title)
 		b = append(b, '}')
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
 }
