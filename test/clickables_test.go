@@ -10,8 +10,10 @@ import (
 
 // TestE2EClickables: elements clickable only by the page's own doing — a
 // click listener, a cursor:pointer or grab area, a tab stop, an icon with a
-// title — have refs, named by what a person reads on them, and take a
-// click; a wrapper around a button and plain text have none.
+// title, a double-click or press listener of their own, the items of a list
+// that listens for a press to drag them — have refs, named by what a person
+// reads on them, and take a click (a double-click, a drag); a wrapper around
+// a button and plain text have none.
 func TestE2EClickables(t *testing.T) {
 	t.Parallel()
 	s := stack.Start(t, "--access-mode=personal")
@@ -20,7 +22,8 @@ func TestE2EClickables(t *testing.T) {
 	for _, n := range p.obs.Nodes {
 		got = append(got, n.Role+":"+n.Name)
 	}
-	want := "generic:Day 5|generic:Open span|generic:Tabbable|generic:Code view|generic:Grab me|button:Inside"
+	want := "generic:Day 5|generic:Open span|generic:Tabbable|generic:Code view|generic:Grab me|button:Inside|" +
+		"LabelText:Buy milk|generic:Press me|listitem:First|listitem:Second"
 	if strings.Join(got, "|") != want {
 		t.Fatalf("refs %q, want %q", strings.Join(got, "|"), want)
 	}
@@ -31,5 +34,15 @@ func TestE2EClickables(t *testing.T) {
 		if n := eval[int](p, fmt.Sprintf("window.clicks[%q] || 0", id)); n != 1 {
 			t.Fatalf("%s saw %d clicks", id, n)
 		}
+	}
+	succeeded(t, "double-click the label", p.act(map[string]any{"kind": "dblclick", "ref": p.ref("LabelText", "Buy milk"),
+		"expected": map[string]any{"kind": "text", "text": "Editing"}}), "observed")
+	succeeded(t, "press the tile", p.act(map[string]any{"kind": "click", "ref": p.ref("generic", "Press me"),
+		"expected": map[string]any{"kind": "text", "text": "Pressed"}}), "observed")
+	r := p.act(map[string]any{"kind": "drag", "ref": p.ref("listitem", "Second"), "toRef": p.ref("listitem", "First"),
+		"expected": map[string]any{"kind": "state", "ref": p.ref("listitem", "Second"), "state": "attached"}})
+	succeeded(t, "drag an item", r, "observed")
+	if order := eval[string](p, "[...document.querySelectorAll('#sortable li')].map((li) => li.textContent).join()"); order != "Second,First" {
+		t.Fatalf("the list reads %q after dragging Second onto First", order)
 	}
 }
