@@ -230,6 +230,12 @@ export const SCROLL_BY = `function (dx, dy) {
   return '';
 }`;
 
+// ANIMATING tells, on a document, whether an animation of a finite length
+// (a CSS transition, a list sliding its items aside) is running in it.
+export const ANIMATING = `function () {
+  return this.getAnimations().some((a) => a.playState === 'running' && Number.isFinite(a.effect?.getComputedTiming().endTime));
+}`;
+
 // worldsOf keeps one isolated world per frame document of a gate.
 export function worldsOf(gate) {
   gate.worlds ??= new Map();
