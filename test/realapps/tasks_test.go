@@ -296,17 +296,12 @@ var tasks = []task{
 		Steps: []step{typ(on("generic", "Rich Text Area"), "Eggs"), click("button", "Numbered list")}},
 }
 
-const todoLabel = "the todo's label, which a double-click edits (a dblclick listener of its own), is text in broker mcp's outline, with no ref"
-
 // gaps names the tasks that cannot pass through broker mcp yet and why
 // (besides those whose action kinds browser_act does not list yet, which
 // gapOf finds by itself). A listed task that passes fails the test, so
 // that this list stays true.
 var gaps = map[string]string{
-	"TodoMVC_vue/rename_a_todo":       todoLabel,
-	"TodoMVC_angularjs/rename_a_todo": todoLabel,
-	"UIkit/reorder_by_dragging":       "the sortable's items are text in broker mcp's outline, with no ref (UIkit listens on the list and draws no grab cursor)",
-	"Ace/fold_a_section":              "Ace's fold widget (a span with role=button in the gutter) is not in broker mcp's outline",
+	"Ace/fold_a_section": "Ace's fold widget (a span with role=button in the gutter) is not in broker mcp's outline",
 }
 
 // TestTaskTable checks the table itself: ids are unique, every gap names
