@@ -35,25 +35,38 @@ const utf8 = new TextEncoder();
 // an element the page lets be dragged (draggable="true"). The broker
 // decides which of them get a ref. A snapshot that fails marks nothing; a
 // listener read that fails marks what the snapshot shows.
+//
+// It returns {ids, hidden}: ids the marked elements' backend node IDs;
+// hidden, of those that an aria-hidden="true" subtree keeps out of the
+// accessibility tree although they are drawn (a box of some size), their
+// identity as HIDDEN_IDENTITY (dom.js) reads it, by backend node ID: a
+// person sees and clicks them (Ace's fold widgets, in a gutter hidden
+// from screen readers).
 export async function clickables(send, frameId) {
+  const out = new Set();
+  const hidden = new Map();
   let snap;
   try {
     snap = await send('DOMSnapshot.captureSnapshot', { computedStyles: ['cursor'] });
   } catch (e) {
     if (e instanceof CodeError) throw e;
-    return new Set();
+    return { ids: out, hidden };
   }
   const strings = snap.strings ?? [];
   const str = (i) => (Number.isInteger(i) && i >= 0 && i < strings.length ? strings[i] : undefined);
   const doc = (snap.documents ?? []).find((d) => str(d.frameId) === frameId);
-  const out = new Set();
-  if (!doc) return out;
+  if (!doc) return { ids: out, hidden };
   const nodes = doc.nodes ?? {};
   const ids = nodes.backendNodeId ?? [];
   const listeners = await listenersOf(send, ids[0]);
   const listened = new Set(nodes.isClickable?.index ?? []);
   const cursor = new Map(); // node index -> its cursor
-  doc.layout?.nodeIndex?.forEach((node, k) => cursor.set(node, str(doc.layout.styles?.[k]?.[0])));
+  const drawn = new Set(); // node indexes with a box of some size
+  doc.layout?.nodeIndex?.forEach((node, k) => {
+    cursor.set(node, str(doc.layout.styles?.[k]?.[0]));
+    const [, , width, height] = doc.layout.bounds?.[k] ?? [];
+    if (width > 0 && height > 0) drawn.add(node);
+  });
   const pointer = (i) => ['pointer', 'grab', 'move'].includes(cursor.get(i));
   const tag = (i) => str(nodes.nodeName?.[i])?.toUpperCase();
   const attr = (i, want) => {
@@ -62,6 +75,15 @@ export async function clickables(send, frameId) {
     return undefined;
   };
   const listens = (i, types) => listeners.get(ids[i])?.some((type) => types.has(type)) === true;
+  // ariaHidden: the element or an ancestor in its tree has
+  // aria-hidden="true" (the walk stops at a shadow root, as Element.closest
+  // does in HIDDEN_IDENTITY).
+  const ariaHidden = (i) => {
+    for (let k = i, steps = 0; k >= 0 && nodes.nodeType?.[k] === 1 && steps < 4096; k = nodes.parentIndex?.[k] ?? -1, steps++) {
+      if (attr(k, 'aria-hidden')?.toLowerCase() === 'true') return true;
+    }
+    return false;
+  };
   // The element children of each element that listens for a grab, by
   // their shape (tag and class).
   const grabbed = new Map(); // parent index -> Map(shape -> [child index])
@@ -89,9 +111,18 @@ export async function clickables(send, frameId) {
     const tabindex = attr(i, 'tabindex');
     const marked = (tabindex !== undefined && Number.parseInt(tabindex, 10) >= 0) || attr(i, 'draggable') === 'true';
     const own = (listened.has(i) && tag(i) !== 'LABEL') || (listens(i, PRESS_LISTENERS) && !holders.has(i));
-    if (own || marked || items.has(i) || (pointer(i) && !pointer(nodes.parentIndex?.[i]))) out.add(id);
+    if (!(own || marked || items.has(i) || (pointer(i) && !pointer(nodes.parentIndex?.[i])))) return;
+    out.add(id);
+    if (drawn.has(i) && ariaHidden(i)) hidden.set(id, hiddenIdentity(attr(i, 'role'), attr(i, 'aria-label'), attr(i, 'title')));
   });
-  return out;
+  return { ids: out, hidden };
+}
+
+// hiddenIdentity is HIDDEN_IDENTITY (dom.js) of an element with these
+// attributes (undefined when absent).
+function hiddenIdentity(role, label, title) {
+  const clean = (v) => (v ?? '').replace(/\s+/g, ' ').trim();
+  return { role: clean(role).split(' ')[0].toLowerCase() || 'generic', name: clean(label) || clean(title) };
 }
 
 // PRESS_LISTENERS are the event types whose listener on an element makes
@@ -128,7 +159,8 @@ class Reader {
   constructor(send, page, maxCalls = BUDGET.calls, reserve = 0) {
     this.send = send;
     this.calls = 0;
-    this.clickable = new Set(); // backend node IDs to mark clickable (clickables)
+    this.clickable = new Set(); // backend node IDs to mark clickable (clickables' ids)
+    this.hidden = new Map(); // clickables' hidden: drawn, clickable, out of the AX tree
     this.maxCalls = maxCalls;
     this.nodes = [];
     this.truncated = false;
@@ -174,6 +206,19 @@ class Reader {
       if (node.name === '' && n.description?.value !== undefined) node.description = String(n.description.value).slice(0, LIMITS.MAX_NAME_LENGTH);
     }
     return this.push(node);
+  }
+
+  // addHidden adds the clickable elements that an aria-hidden subtree keeps
+  // out of the accessibility tree (none is a node of it), after the nodes
+  // read, with their identity as HIDDEN_IDENTITY reads it; false when a
+  // budget stops it.
+  addHidden() {
+    for (const [backendNodeId, { role, name }] of this.hidden) {
+      if (name.length > LIMITS.MAX_NAME_LENGTH) continue;
+      const node = { axId: `hidden-${backendNodeId}`, backendNodeId, role, name, ignored: false, props: { clickable: true } };
+      if (!this.push(node)) return false;
+    }
+    return true;
   }
 
   // addStub records an ignored node of a window: only its place in the tree.
@@ -233,10 +278,16 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
     clickFrame !== undefined ? clickables((m, p) => r.call(m, p), clickFrame) : undefined,
     backendNodeId === undefined ? small(r) : false,
   ]);
-  if (clickable) r.clickable = clickable;
+  if (clickable) r.clickable = clickable.ids;
   const w = new Walk(r, { frameId, kept: new Kept() });
   const root = bulk ? await w.all() : await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
+  // A read of the whole document shows what the page draws and a person
+  // clicks although aria-hidden keeps it from the tree.
+  if (clickable && backendNodeId === undefined) {
+    r.hidden = clickable.hidden;
+    r.addHidden();
+  }
   return r.result();
 }
 
@@ -312,7 +363,7 @@ const MAX_CHAIN_BYTES = 16 + BUDGET.depth * (64 * 6 + 3); // \u-escaped at worst
 // changed under the traversal.
 export async function readWindow(send, page, { backendNodeId, after, maxNodes, frameId, clickFrame = frameId }) {
   const r = new Reader(send, page, WINDOW.calls, MAX_CHAIN_BYTES);
-  if (clickFrame !== undefined) r.clickable = await clickables((m, p) => r.call(m, p), clickFrame);
+  if (clickFrame !== undefined) r.clickable = (await clickables((m, p) => r.call(m, p), clickFrame)).ids;
   const w = new Walk(r, { window: true, maxNodes, frameId });
   const root = await w.root(backendNodeId);
   const stack = [];

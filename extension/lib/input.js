@@ -2,7 +2,7 @@
 // is dispatched when one fails.
 import { CodeError, fail, isObject, orFail } from './errors.js';
 import { LIMITS, MODIFIERS, NAMED_KEYS } from './protocol.js';
-import { callOn, mainFrame, ANIMATING, CHECKED_IS, COVER, GUARD_KEY, HIT, SCROLL_BY, SELECT_OPTION, TEXT_GUARD } from './dom.js';
+import { callOn, mainFrame, ANIMATING, CHECKED_IS, HIDDEN_IDENTITY, COVER, GUARD_KEY, HIT, SCROLL_BY, SELECT_OPTION, TEXT_GUARD } from './dom.js';
 
 const MAX_TEXT = LIMITS.MAX_ACTION_TEXT;
 const CTRL = 2;
@@ -297,11 +297,19 @@ async function hitTest(gate, send, backendNodeId, x, y, accept = DEFAULT_ACCEPT)
 }
 
 // sameIdentity checks a target's role and name against the accessibility
-// tree right before an input, else STALE_TARGET.
-async function sameIdentity(send, t) {
+// tree right before an input, else STALE_TARGET. An element that an
+// aria-hidden subtree keeps out of the tree (the read added it for a
+// person sees it: ax.js clickables) is checked against its identity in
+// the DOM (HIDDEN_IDENTITY) instead.
+async function sameIdentity(gate, send, frame, t) {
   const { nodes } = await orFail(send('Accessibility.getPartialAXTree', { backendNodeId: t.backendNodeId, fetchRelatives: false }), 'STALE_TARGET');
   const n = nodes?.find((x) => x.backendDOMNodeId === t.backendNodeId);
-  if (!n || n.ignored || String(n.role?.value ?? '') !== t.role || String(n.name?.value ?? '') !== t.name) fail('STALE_TARGET');
+  if (n && !n.ignored) {
+    if (String(n.role?.value ?? '') !== t.role || String(n.name?.value ?? '') !== t.name) fail('STALE_TARGET');
+    return;
+  }
+  const dom = await callOn(gate, send, frame, t.backendNodeId, HIDDEN_IDENTITY);
+  if (dom?.role !== t.role || dom?.name !== t.name) fail('STALE_TARGET');
 }
 
 // dispatch runs the checks of PROVIDER.md "Input" in order, then the events.
@@ -317,8 +325,8 @@ export async function dispatch(kind, gate, send, r, current = async () => gate.e
     if (code !== '') fail(typeof code === 'string' ? code : 'STALE_TARGET');
   };
   if (r.documentEpoch !== (await current())) fail('STALE_TARGET');
-  if (t) await sameIdentity(send, t);
-  if (r.to) await sameIdentity(send, r.to);
+  if (t) await sameIdentity(gate, send, frame, t);
+  if (r.to) await sameIdentity(gate, send, frame, r.to);
   switch (kind) {
     case 'click':
     case 'wheel':

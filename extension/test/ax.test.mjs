@@ -360,6 +360,35 @@ test('a read marks the elements with a press listener of their own, and the item
   assert.deepEqual(await marked(), []);
 });
 
+test('a read of the whole document adds the drawn clickable elements that aria-hidden keeps out of the tree, with their DOM identity', async () => {
+  const t = await granted();
+  serve(t, [node('r', 'RootWebArea', 'A', { childIds: ['2'], backendDOMNodeId: 1 }), node('2', 'generic', '', { backendDOMNodeId: 30 })]);
+  const strings = ['F1', '#document', 'BODY', 'DIV', 'SPAN', 'aria-hidden', 'true', 'role', 'Button  x', 'aria-label', '  Fold\n rows 1-3 ',
+    'title', 'Tip', 'tabindex', '0', 'pointer', 'auto', 'false'];
+  // body(10) > div(20, aria-hidden) > span(21, a pointer, role and label),
+  // span(22, a pointer, no box), div(24, aria-hidden="false") > span(23,
+  // a tab stop with a title); div(30, a pointer, in the tree) > span(31).
+  const ids = [1, 10, 20, 21, 22, 24, 23, 30, 31];
+  const parents = [-1, 0, 1, 2, 2, 2, 5, 1, 7];
+  const names = [1, 2, 3, 4, 4, 3, 4, 3, 4];
+  const attrs = [[], [], [5, 6], [7, 8, 9, 10, 11, 12], [7, 8], [5, 17], [13, 14, 11, 12], [], []];
+  const cursors = [16, 16, 15, 15, 16, 16, 15, 16];
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ strings, documents: [{ frameId: 0,
+    nodes: { backendNodeId: ids, parentIndex: parents, nodeType: ids.map((id) => (id === 1 ? 9 : 1)), nodeName: names, attributes: attrs },
+    layout: { nodeIndex: [1, 2, 3, 4, 5, 6, 7, 8], styles: cursors.map((c) => [c]),
+      bounds: [[0, 0, 800, 600], [0, 0, 40, 100], [30, 0, 11, 14], [30, 14, 0, 0], [0, 20, 40, 14], [0, 20, 20, 14], [50, 0, 100, 20], [50, 0, 10, 10]] },
+  }] }));
+  const r = (await t.read()).value;
+  assert.deepEqual(r.nodes.filter((n) => n.axId.startsWith('hidden-')), [
+    { axId: 'hidden-21', backendNodeId: 21, role: 'button', name: 'Fold rows 1-3', ignored: false, props: { clickable: true } },
+    { axId: 'hidden-23', backendNodeId: 23, role: 'generic', name: 'Tip', ignored: false, props: { clickable: true } },
+  ]);
+  assert.deepEqual(r.nodes.filter((n) => n.props.clickable).map((n) => n.backendNodeId), [30, 21, 23]);
+  // A read of a subtree adds none.
+  const sub = (await t.read({ backendNodeId: 30 })).value;
+  assert.deepEqual(sub.nodes.map((n) => n.axId), ['2']);
+});
+
 // trees are AX trees of every shape the walk handles: ignored nodes, inline
 // text boxes, props, a password field and its inner text, and a child it
 // must fetch because the whole tree does not list it.

@@ -88,6 +88,23 @@ test('a stale epoch, a changed role or name, or a gone node dispatches nothing',
   assert.equal(t.dispatched().length, 0);
 });
 
+test('an element that aria-hidden keeps out of the tree is checked by its identity in the DOM', async () => {
+  const t = await granted();
+  // The tree answers an ancestor only, as Chromium does for such a node.
+  t.chrome.cdp.set('Accessibility.getPartialAXTree', () => ({ nodes: [{ nodeId: '1', backendDOMNodeId: 5, ignored: true, role: { value: 'none' } }] }));
+  let dom = { role: 'button', name: 'Save' };
+  const others = t.chrome.cdp.get('Runtime.callFunctionOn');
+  t.chrome.cdp.set('Runtime.callFunctionOn', (params) => (params.functionDeclaration.includes('aria-hidden')
+    ? { result: { value: dom } } : others(params)));
+  t.relation = 'target';
+  assert.deepEqual((await t.input('click', { x: 1, y: 1 })).value, { dispatched: true });
+  for (const other of [{ role: 'button', name: 'Delete' }, { role: 'generic', name: 'Save' }, null]) {
+    dom = other; // another identity, or an element aria-hidden no longer hides
+    assert.equal((await t.input('click', { x: 1, y: 1 })).code, 'STALE_TARGET', JSON.stringify(other));
+  }
+  assert.equal(t.dispatched().length, 3);
+});
+
 test('a click that would land on another element is NOT_ACTIONABLE', async () => {
   const t = await granted();
   t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 99, frameId: 'F1' }));

@@ -53,7 +53,7 @@ func TestPages(t *testing.T) {
 		{"/xhtml", []string{`xmlns="http://www.w3.org/1999/xhtml"`, `src="{other-site}/swatch"`}},
 		{"/actionable", []string{`.pseudo::before`, `aria-label="Remember me"`, `for="walk"`, "attachShadow", `role="dialog"`, `id="over"`}},
 		{"/gestures", []string{"dblclick", "mouseenter", `id="sortable"`, `id="board"`, `id="chart"`, `draggable="true"`, `id="editor"`, `value="m"`}},
-		{"/clickables", []string{`id="day5"`, "cursor:pointer", `tabindex="0"`, `title="Code view"`, "cursor:grab", `id="wrap"`, `id="todo"`, "pointerdown", `id="sortable"`}},
+		{"/clickables", []string{`id="day5"`, "cursor:pointer", `tabindex="0"`, `title="Code view"`, "cursor:grab", `id="wrap"`, `id="todo"`, "pointerdown", `id="sortable"`, `aria-hidden="true"`}},
 		{"/blankframes", []string{`id="blank"`, "srcdoc=", `sandbox="allow-scripts"`, "contentDocument"}},
 		{"/router", []string{"location.replace('#/')", `id="route"`}},
 	}
