@@ -2,7 +2,7 @@
 // is dispatched when one fails.
 import { CodeError, fail, isObject, orFail } from './errors.js';
 import { LIMITS, MODIFIERS, NAMED_KEYS } from './protocol.js';
-import { callOn, mainFrame, ANIMATING, CHECKED_IS, HIDDEN_IDENTITY, COVER, GUARD_KEY, HIT, SCROLL_BY, SELECT_OPTION, TEXT_GUARD } from './dom.js';
+import { callOn, mainFrame, ANIMATING, CHECKED_IS, COVER, GUARD_KEY, HIDDEN_IDENTITY, HIT, SCROLL_BY, SELECT_OPTION, TEXT_GUARD } from './dom.js';
 
 const MAX_TEXT = LIMITS.MAX_ACTION_TEXT;
 const CTRL = 2;
