@@ -21,6 +21,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/wire"
 )
@@ -301,6 +302,28 @@ func TestDuplicateAndConflict(t *testing.T) {
 	// Another scope with the same request ID is another action.
 	if err := j.Reserve(journal.Key{Scope: "other\x00s", RequestID: "r"}, hashOf("other"), "click"); err != nil {
 		t.Fatalf("same request ID in another scope: %v", err)
+	}
+}
+
+// TestEveryActionKind: every kind browser.act offers is a kind the journal
+// stores and reads back after a restart, camel case (clickAt) included.
+func TestEveryActionKind(t *testing.T) {
+	path := journalPath(t)
+	j := MustOpen(t, path, journal.Options{})
+	kinds := []string{browser.ActCheck, browser.ActClick, browser.ActFill, browser.ActType, browser.ActAppend, browser.ActPress,
+		browser.ActScroll, browser.ActWheel, browser.ActNavigate, browser.ActSelect, browser.ActDblclick, browser.ActHover,
+		browser.ActChord, browser.ActDrag, browser.ActClickAt}
+	for _, kind := range kinds {
+		if err := j.Reserve(key(kind), hashOf(kind), kind); err != nil {
+			t.Fatalf("reserve a %s: %v", kind, err)
+		}
+	}
+	j.Close()
+	j = MustOpen(t, path, journal.Options{})
+	for _, kind := range kinds {
+		if rec := mustLookup(t, j, kind); rec == nil || rec.Kind != kind {
+			t.Fatalf("after a restart, the %s is %+v", kind, rec)
+		}
 	}
 }
 

@@ -136,13 +136,15 @@ func mask(secret, key []byte, h [32]byte) [32]byte {
 	return h
 }
 
+// validKind accepts a short token of ASCII letters, digits and . _ -:
+// action kinds are camel case where they join two words (clickAt).
 func validKind(kind string) bool {
 	if len(kind) == 0 || len(kind) > MaxKind {
 		return false
 	}
 	for i := 0; i < len(kind); i++ {
 		c := kind[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
 			return false
 		}
 	}
@@ -153,7 +155,7 @@ func validKind(kind string) bool {
 // unknown and no settle fields; a settled one has all of them.
 func validRecord(r *Record) error {
 	if !validKind(r.Kind) {
-		return fmt.Errorf("kind %q is not a short lowercase token", r.Kind)
+		return fmt.Errorf("kind %q is not a short token", r.Kind)
 	}
 	if r.ReservedAt.IsZero() || r.ReservedAt.UnixNano() <= 0 {
 		return errors.New("no reservation time")

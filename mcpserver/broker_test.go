@@ -192,7 +192,7 @@ func TestWithBroker(t *testing.T) {
 		defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
 
 		out, _ := h.call("browser_navigate", map[string]any{"leaseId": l.LeaseID, "url": s.Pages.URL("/fields")}, false)
-		if !strings.Contains(out, "navigate to "+s.Pages.URL("/fields")+": succeeded") || !strings.Contains(out, "Done: the tab shows the URL.") ||
+		if !strings.Contains(out, "navigate to "+s.Pages.URL("/fields")+": succeeded") || !strings.Contains(out, "Done: the new page loaded at "+s.Pages.URL("/fields")+".") ||
 			!strings.Contains(out, `page "Fields"`) {
 			t.Fatalf("browser_navigate:\n%s", out)
 		}

@@ -399,6 +399,9 @@ func explainAction(r *browser.ActionResult, a *browser.Action) string {
 	switch {
 	case r.Outcome == "succeeded" && r.Dispatch == "notDispatched":
 		return "Nothing needed doing: it was already so (verified, no input sent)."
+	case r.Outcome == "succeeded" && a.Kind == browser.ActNavigate && a.Expected == nil && r.Observation != nil:
+		// Where it landed: a redirect or the page's router may have moved it.
+		return "Done: " + verified(a, true) + " at " + clip(r.Observation.URL, 200) + "."
 	case r.Outcome == "succeeded":
 		return "Done: " + verified(a, true) + "."
 	case r.Outcome == "failed" && r.Postcondition == "failed":
@@ -435,7 +438,7 @@ func verified(a *browser.Action, ok bool) string {
 	case browser.ActScroll:
 		return say("it scrolled the way asked", "it did not scroll the way asked")
 	case browser.ActNavigate:
-		return say("the tab shows the URL", "the tab did not show the URL")
+		return say("the new page loaded", "the new page did not load")
 	case browser.ActFill, browser.ActAppend:
 		return say("the field holds the text", "the field did not hold the text")
 	}

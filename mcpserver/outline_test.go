@@ -168,6 +168,34 @@ func TestRenderAction(t *testing.T) {
 			}
 		})
 	}
+	// A navigation says where it landed (a redirect or a router may have
+	// moved it); with an expectation, what the expectation showed.
+	landed := formObservation()
+	landed.URL = "https://app.test/#/"
+	navigate := &browser.Action{Kind: "navigate", URL: "https://app.test/"}
+	expecting := &browser.Action{Kind: "navigate", URL: "https://app.test/", Expected: &browser.Expected{Kind: browser.ExpectText, Text: "Hi"}}
+	for _, tc := range []struct {
+		name string
+		a    *browser.Action
+		res  browser.ActionResult
+		want []string
+	}{
+		{"navigate", navigate, browser.ActionResult{RequestID: "n1", Outcome: "succeeded", Dispatch: "observed", Postcondition: "passed", Observation: landed},
+			[]string{"Done: the new page loaded at https://app.test/#/."}},
+		{"navigate expecting text", expecting, browser.ActionResult{RequestID: "n2", Outcome: "succeeded", Dispatch: "observed", Postcondition: "passed", Observation: landed},
+			[]string{"Done: the expected text is on the page."}},
+		{"navigate that did not load", navigate, browser.ActionResult{RequestID: "n3", Outcome: "failed", Dispatch: "observed", Postcondition: "failed", Observation: landed},
+			[]string{"the new page did not load in time"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RenderAction(&tc.res, tc.a, "L", nil)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
 }
 
 // TestRenderChange: an action asked with since is answered with what

@@ -47,7 +47,7 @@ type (
 	NavigateInput struct {
 		LeaseID      string `json:"leaseId" jsonschema:"the leaseId from browser_claim"`
 		URL          string `json:"url" jsonschema:"the http or https URL to open in the leased tab"`
-		ExpectedText string `json:"expectedText,omitempty" jsonschema:"text the new page shows once loaded; without it the result is verified by the tab showing the URL"`
+		ExpectedText string `json:"expectedText,omitempty" jsonschema:"text the new page shows once loaded; without it the result is verified by the new page loading, wherever a redirect or the page's router took it"`
 		RequestID    string `json:"requestId,omitempty" jsonschema:"as for browser_act: omit it for a new navigation, reuse it only to retry one whose result you did not get"`
 		TimeoutMs    *int   `json:"timeoutMs,omitempty" jsonschema:"give up waiting for the page after this many milliseconds (default 10000)"`
 	}
@@ -147,7 +147,7 @@ func (s *Server) addTools() {
 		Title: "Open a URL in the tab",
 		Description: "Go to an http or https URL in the leased tab and wait until the new page is loaded; the result shows the new page with fresh refs (refs of the old page no longer work). " +
 			"A lease of scope origin may only go to URLs of its own origin (POLICY_DENIED otherwise: claim a tab of the other site); a lease of scope tab may go anywhere on the web. " +
-			"Give expectedText to have the page checked for that text; otherwise it is verified by the tab showing the URL.",
+			"Give expectedText to have the page checked for that text; otherwise it is verified by the new page loading, wherever a redirect or the page's own router (adding #/) took it: the result says the URL it landed on.",
 		InputSchema: inputSchema[NavigateInput](annotateNavigate),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
 	}, s.navigate)

@@ -44,7 +44,8 @@ func TestE2EGestures(t *testing.T) {
 	r = p.act(map[string]any{"kind": "drag", "ref": p.ref("image", "Drawing board"), "deltaX": 50, "deltaY": 30,
 		"expected": expect("Line 100,50 to 150,80")}, "timeoutMs", 3000)
 	succeeded(t, "draw", r, "observed")
-	if line := text("line"); !strings.HasSuffix(line, "after 10 moves") {
+	// Ten steps, and one more at the end once the page has settled.
+	if line := text("line"); !strings.HasSuffix(line, "after 11 moves") {
 		t.Fatalf("line %q", line)
 	}
 	// Past the viewport: refused, nothing sent.

@@ -22,7 +22,8 @@ func TestE2ENavigateTabScope(t *testing.T) {
 	}
 	oldRef := p.ref("link", "Counter on this origin")
 
-	// Same origin: the default expectation is the URL as the browser writes it.
+	// Same origin: without an expectation, the new document is what is
+	// verified; the observation shows the URL as the browser writes it.
 	r := navigate(s.Pages.URL("/counter"))
 	succeeded(t, "navigate to the counter", r, "observed")
 	if r.Observation.URL != s.Pages.URL("/counter") || r.Observation.DocumentEpoch == p.obs.DocumentEpoch {
@@ -47,6 +48,21 @@ func TestE2ENavigateTabScope(t *testing.T) {
 	if _, err := s.Call(t, "browser.validateLease", map[string]any{"sessionId": "s", "leaseId": p.lease.ID}); err != nil {
 		t.Fatalf("the lease after crossing origins: %v", err)
 	}
+
+	// Without an expectation, the page loaded wherever it landed: a server's
+	// redirect, a router that adds "#/" as the page starts.
+	r = navigate(s.Pages.URL("/moved"))
+	succeeded(t, "navigate through a redirect", r, "observed")
+	if r.Observation.URL != s.Pages.URL("/counter") {
+		t.Fatalf("a redirect landed at %s", r.Observation.URL)
+	}
+	p.obs = *r.Observation
+	r = navigate(s.Pages.URL("/router"))
+	succeeded(t, "navigate to a page whose router adds #/", r, "observed")
+	if r.Observation.URL != s.Pages.URL("/router#/") {
+		t.Fatalf("the router's page landed at %s", r.Observation.URL)
+	}
+	p.obs = *r.Observation
 
 	// A fragment is part of the URL.
 	r = navigate(s.Pages.URL("/form#greet-form"))

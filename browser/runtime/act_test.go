@@ -585,3 +585,58 @@ func TestActChangeSince(t *testing.T) {
 		t.Fatalf("retry: %+v, %v (%d clicks)", res, err, a.p.count(browser.ProviderInputClick))
 	}
 }
+
+// TestNavigateLandsWhereItLands: without an expectation, a navigation that
+// loads a document succeeds once that document (its loader) is current and
+// ready, wherever a redirect or the page's router took it, and its
+// observation says where; one within the document is verified by its URL.
+// An expectation of the URL asked for still fails elsewhere.
+func TestNavigateLandsWhereItLands(t *testing.T) {
+	t.Parallel()
+	a := newActOn(t, Config{})
+	pg := a.p.page
+	landing, loader := "https://app.test/welcome#/", "L2"
+	a.p.on(browser.ProviderNavigate, func(params any) (any, error) {
+		asked := params.(*requestParams[navigateRequest]).Request.URL
+		pg.mu.Lock()
+		defer pg.mu.Unlock()
+		pg.url = landing
+		if loader != "" {
+			pg.epoch = "F:" + loader
+		}
+		return navigation{URL: asked, LoaderID: loader}, nil
+	})
+	navigate := func(id, url string, expected map[string]any) browser.ActionResult {
+		action := map[string]any{"kind": "navigate", "url": url}
+		if expected != nil {
+			action["expected"] = expected
+		}
+		return a.act("s", a.request(id, action, "timeoutMs", 300))
+	}
+
+	// A redirect, and a router that adds "#/": the page loaded is the result.
+	res := navigate("n1", "https://app.test/home", nil)
+	if res.Outcome != "succeeded" || res.Postcondition != "passed" || res.Observation == nil || res.Observation.URL != landing {
+		t.Fatalf("a navigation that landed elsewhere: %+v", res)
+	}
+	a.obs = *res.Observation
+
+	// The URL asked for, expected: failed, as the reference has it.
+	loader = "L3"
+	res = navigate("n2", "https://app.test/home", map[string]any{"kind": "url", "url": "https://app.test/home"})
+	if res.Outcome != "failed" || res.Postcondition != "failed" {
+		t.Fatalf("an expected URL that never came: %+v", res)
+	}
+	a.obs = *res.Observation
+
+	// Within the document (no new loader): the tab must show the URL.
+	loader, landing = "", "https://app.test/welcome#top"
+	if res = navigate("n3", "https://app.test/welcome#top", nil); res.Outcome != "succeeded" {
+		t.Fatalf("a navigation to a fragment: %+v", res)
+	}
+	a.obs = *res.Observation
+	landing = "https://app.test/welcome#elsewhere"
+	if res = navigate("n4", "https://app.test/welcome#top", nil); res.Outcome != "failed" || res.Postcondition != "failed" {
+		t.Fatalf("a navigation to a fragment that the tab does not show: %+v", res)
+	}
+}

@@ -567,6 +567,17 @@ func (p *fakeProvider) serveDefaults() {
 		case "Accessibility.getPartialAXTree":
 			id, _ := c.Params.(map[string]any)["backendNodeId"].(float64)
 			return pg.axTree(int64(id)), nil
+		case "Page.getFrameTree":
+			pg.mu.Lock()
+			defer pg.mu.Unlock()
+			frame, loader, _ := strings.Cut(pg.epoch, ":")
+			u, fragment, _ := strings.Cut(pg.url, "#")
+			if fragment != "" {
+				fragment = "#" + fragment
+			}
+			return map[string]any{"frameTree": map[string]any{"frame": map[string]any{"id": frame, "loaderId": loader, "url": u, "urlFragment": fragment}}}, nil
+		case "Runtime.evaluate":
+			return map[string]any{"result": map[string]any{"type": "string", "value": "complete"}}, nil
 		}
 		return nil, wire.Err(wire.CodeUnsupportedCapability)
 	})

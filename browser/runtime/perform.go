@@ -608,8 +608,12 @@ func (a *action) wheel() *browser.ActionResult {
 // navigate sends the tab to a credential-free HTTP(S) URL. An origin lease
 // stays on its origin (POLICY_DENIED); a tab lease may go anywhere HTTP(S)
 // and keeps its authority. The result waits for the new document to be
-// current and interactive, and verifies the url expectation, by default the
-// URL as the browser writes it.
+// current and interactive, and verifies the expectation. Without one, a
+// navigation that loads a document is verified by that document loading,
+// wherever it landed (past the reference, whose default is the URL asked
+// for: a server's redirect, or a router that adds "#/" as the page starts,
+// never showed it); its observation says the URL. One within the document
+// (a fragment) is verified by the URL as the browser writes it.
 func (a *action) navigate() *browser.ActionResult {
 	u, err := url.Parse(a.a.URL)
 	origin, ok := httpOrigin(a.a.URL)
@@ -632,7 +636,7 @@ func (a *action) navigate() *browser.ActionResult {
 	}
 	failpoint.Hit("after-dispatch")
 	a.res.Dispatch = "dispatched"
-	if a.a.Expected == nil {
+	if a.a.Expected == nil && n.LoaderID == "" {
 		a.a.Expected = &browser.Expected{Kind: browser.ExpectURL, URL: n.URL}
 	}
 	loaded := func() (bool, bool, error) {

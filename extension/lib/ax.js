@@ -24,41 +24,133 @@ const utf8 = new TextEncoder();
 
 // clickables returns the backend node IDs of the elements of a frame's
 // document that are clickable by the page's own doing, from one DOM
-// snapshot: a click, mousedown or mouseup listener (Chromium's isClickable;
-// a label's own activation does not count), the root of an area whose
-// cursor says it can be clicked or dragged (pointer, grab, move), a tab
-// stop (tabindex ≥ 0), or an element the page lets be dragged
-// (draggable="true"). The broker decides which of them get a ref. A
-// snapshot that fails marks nothing.
+// snapshot and the document's event listeners: a listener of a press, a
+// click or a double-click of its own (PRESS_LISTENERS; Chromium's
+// isClickable besides, but not a label's own activation), the items of
+// an element that listens for a press to start a drag or a swipe
+// (GRAB_LISTENERS: its list items, or its children shaped alike, as a
+// sortable list's; the element itself then only when Chromium counts it
+// clickable), the root of an area whose cursor says it can be
+// clicked or dragged (pointer, grab, move), a tab stop (tabindex ≥ 0), or
+// an element the page lets be dragged (draggable="true"). The broker
+// decides which of them get a ref. A snapshot that fails marks nothing; a
+// listener read that fails marks what the snapshot shows.
+//
+// It returns {ids, hidden}: ids the marked elements' backend node IDs;
+// hidden, of those that an aria-hidden="true" subtree keeps out of the
+// accessibility tree although they are drawn (a box of some size), their
+// identity as HIDDEN_IDENTITY (dom.js) reads it, by backend node ID: a
+// person sees and clicks them (Ace's fold widgets, in a gutter hidden
+// from screen readers).
 export async function clickables(send, frameId) {
+  const out = new Set();
+  const hidden = new Map();
   let snap;
   try {
     snap = await send('DOMSnapshot.captureSnapshot', { computedStyles: ['cursor'] });
   } catch (e) {
     if (e instanceof CodeError) throw e;
-    return new Set();
+    return { ids: out, hidden };
   }
   const strings = snap.strings ?? [];
   const str = (i) => (Number.isInteger(i) && i >= 0 && i < strings.length ? strings[i] : undefined);
   const doc = (snap.documents ?? []).find((d) => str(d.frameId) === frameId);
-  const out = new Set();
-  if (!doc) return out;
+  if (!doc) return { ids: out, hidden };
   const nodes = doc.nodes ?? {};
+  const ids = nodes.backendNodeId ?? [];
+  const listeners = await listenersOf(send, ids[0]);
   const listened = new Set(nodes.isClickable?.index ?? []);
   const cursor = new Map(); // node index -> its cursor
-  doc.layout?.nodeIndex?.forEach((node, k) => cursor.set(node, str(doc.layout.styles?.[k]?.[0])));
-  const pointer = (i) => ['pointer', 'grab', 'move'].includes(cursor.get(i));
-  (nodes.backendNodeId ?? []).forEach((id, i) => {
-    if (nodes.nodeType?.[i] !== 1) return;
-    const attrs = nodes.attributes?.[i] ?? [];
-    let marked = false; // a tab stop, or draggable
-    for (let a = 0; a + 1 < attrs.length; a += 2) {
-      const name = str(attrs[a])?.toLowerCase(), value = str(attrs[a + 1]);
-      if ((name === 'tabindex' && Number.parseInt(value, 10) >= 0) || (name === 'draggable' && value === 'true')) marked = true;
-    }
-    const own = listened.has(i) && str(nodes.nodeName?.[i])?.toUpperCase() !== 'LABEL';
-    if (own || marked || (pointer(i) && !pointer(nodes.parentIndex?.[i]))) out.add(id);
+  const drawn = new Set(); // node indexes with a box of some size
+  doc.layout?.nodeIndex?.forEach((node, k) => {
+    cursor.set(node, str(doc.layout.styles?.[k]?.[0]));
+    const [, , width, height] = doc.layout.bounds?.[k] ?? [];
+    if (width > 0 && height > 0) drawn.add(node);
   });
+  const pointer = (i) => ['pointer', 'grab', 'move'].includes(cursor.get(i));
+  const tag = (i) => str(nodes.nodeName?.[i])?.toUpperCase();
+  const attr = (i, want) => {
+    const attrs = nodes.attributes?.[i] ?? [];
+    for (let a = 0; a + 1 < attrs.length; a += 2) if (str(attrs[a])?.toLowerCase() === want) return str(attrs[a + 1]);
+    return undefined;
+  };
+  const listens = (i, types) => listeners.get(ids[i])?.some((type) => types.has(type)) === true;
+  // ariaHidden: the element or an ancestor in its tree has
+  // aria-hidden="true" (the walk stops at a shadow root, as Element.closest
+  // does in HIDDEN_IDENTITY).
+  const ariaHidden = (i) => {
+    for (let k = i, steps = 0; k >= 0 && nodes.nodeType?.[k] === 1 && steps < 4096; k = nodes.parentIndex?.[k] ?? -1, steps++) {
+      if (attr(k, 'aria-hidden')?.toLowerCase() === 'true') return true;
+    }
+    return false;
+  };
+  // The element children of each element that listens for a grab, by
+  // their shape (tag and class).
+  const grabbed = new Map(); // parent index -> Map(shape -> [child index])
+  ids.forEach((_, i) => {
+    const parent = nodes.parentIndex?.[i];
+    if (nodes.nodeType?.[i] !== 1 || nodes.nodeType?.[parent] !== 1 || ['HTML', 'BODY'].includes(tag(parent)) || !listens(parent, GRAB_LISTENERS)) return;
+    if (!grabbed.has(parent)) grabbed.set(parent, new Map());
+    const shape = `${tag(i)} ${attr(i, 'class') ?? ''}`;
+    const alike = grabbed.get(parent);
+    alike.set(shape, [...(alike.get(shape) ?? []), i]);
+  });
+  const items = new Set();
+  const holders = new Set(); // elements whose grab listener is for their items
+  for (const [parent, alike] of grabbed) {
+    for (const group of alike.values()) {
+      for (const i of group) {
+        if (group.length === 1 && tag(i) !== 'LI') continue;
+        items.add(i);
+        holders.add(parent);
+      }
+    }
+  }
+  ids.forEach((id, i) => {
+    if (nodes.nodeType?.[i] !== 1) return;
+    const tabindex = attr(i, 'tabindex');
+    const marked = (tabindex !== undefined && Number.parseInt(tabindex, 10) >= 0) || attr(i, 'draggable') === 'true';
+    const own = (listened.has(i) && tag(i) !== 'LABEL') || (listens(i, PRESS_LISTENERS) && !holders.has(i));
+    if (!(own || marked || items.has(i) || (pointer(i) && !pointer(nodes.parentIndex?.[i])))) return;
+    out.add(id);
+    if (drawn.has(i) && ariaHidden(i)) hidden.set(id, hiddenIdentity(attr(i, 'role'), attr(i, 'aria-label'), attr(i, 'title')));
+  });
+  return { ids: out, hidden };
+}
+
+// hiddenIdentity is HIDDEN_IDENTITY (dom.js) of an element with these
+// attributes (undefined when absent).
+function hiddenIdentity(role, label, title) {
+  const clean = (v) => (v ?? '').replace(/\s+/g, ' ').trim();
+  return { role: clean(role).split(' ')[0].toLowerCase() || 'generic', name: clean(label) || clean(title) };
+}
+
+// PRESS_LISTENERS are the event types whose listener on an element makes
+// it clickable; GRAB_LISTENERS those whose listener on an element makes
+// its items draggable (a press there starts the drag).
+const PRESS_LISTENERS = new Set(['click', 'dblclick', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'touchstart', 'touchend']);
+const GRAB_LISTENERS = new Set(['mousedown', 'pointerdown', 'touchstart']);
+
+// listenersOf returns the event types each element of a document listens
+// to (backend node ID -> types), from one DOMDebugger.getEventListeners of
+// the whole document (shadow trees included); an empty map when it cannot
+// be read.
+async function listenersOf(send, documentId) {
+  const out = new Map();
+  if (!Number.isInteger(documentId) || documentId <= 0) return out;
+  let objectId;
+  try {
+    ({ object: { objectId } } = await send('DOM.resolveNode', { backendNodeId: documentId }));
+    const { listeners } = await send('DOMDebugger.getEventListeners', { objectId, depth: -1, pierce: true });
+    for (const l of listeners ?? []) {
+      if (!Number.isInteger(l?.backendNodeId) || typeof l.type !== 'string') continue;
+      out.set(l.backendNodeId, [...(out.get(l.backendNodeId) ?? []), l.type]);
+    }
+  } catch (e) {
+    if (e instanceof CodeError) throw e;
+  } finally {
+    if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
+  }
   return out;
 }
 
@@ -67,7 +159,8 @@ class Reader {
   constructor(send, page, maxCalls = BUDGET.calls, reserve = 0) {
     this.send = send;
     this.calls = 0;
-    this.clickable = new Set(); // backend node IDs to mark clickable (clickables)
+    this.clickable = new Set(); // backend node IDs to mark clickable (clickables' ids)
+    this.hidden = new Map(); // clickables' hidden: drawn, clickable, out of the AX tree
     this.maxCalls = maxCalls;
     this.nodes = [];
     this.truncated = false;
@@ -113,6 +206,19 @@ class Reader {
       if (node.name === '' && n.description?.value !== undefined) node.description = String(n.description.value).slice(0, LIMITS.MAX_NAME_LENGTH);
     }
     return this.push(node);
+  }
+
+  // addHidden adds the clickable elements that an aria-hidden subtree keeps
+  // out of the accessibility tree (none is a node of it), after the nodes
+  // read, with their identity as HIDDEN_IDENTITY reads it; false when a
+  // budget stops it.
+  addHidden() {
+    for (const [backendNodeId, { role, name }] of this.hidden) {
+      if (name.length > LIMITS.MAX_NAME_LENGTH) continue;
+      const node = { axId: `hidden-${backendNodeId}`, backendNodeId, role, name, ignored: false, props: { clickable: true } };
+      if (!this.push(node)) return false;
+    }
+    return true;
   }
 
   // addStub records an ignored node of a window: only its place in the tree.
@@ -168,15 +274,20 @@ class Reader {
 export async function read(send, page, backendNodeId, frameId, clickFrame = frameId) {
   const r = new Reader(send, page);
   // The clickable elements and the document's size are asked at once.
-  if (clickFrame !== undefined) r.calls++;
   const [clickable, bulk] = await Promise.all([
-    clickFrame !== undefined ? clickables(send, clickFrame) : undefined,
+    clickFrame !== undefined ? clickables((m, p) => r.call(m, p), clickFrame) : undefined,
     backendNodeId === undefined ? small(r) : false,
   ]);
-  if (clickable) r.clickable = clickable;
+  if (clickable) r.clickable = clickable.ids;
   const w = new Walk(r, { frameId, kept: new Kept() });
   const root = bulk ? await w.all() : await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
+  // A read of the whole document shows what the page draws and a person
+  // clicks although aria-hidden keeps it from the tree.
+  if (clickable && backendNodeId === undefined) {
+    r.hidden = clickable.hidden;
+    r.addHidden();
+  }
   return r.result();
 }
 
@@ -252,10 +363,7 @@ const MAX_CHAIN_BYTES = 16 + BUDGET.depth * (64 * 6 + 3); // \u-escaped at worst
 // changed under the traversal.
 export async function readWindow(send, page, { backendNodeId, after, maxNodes, frameId, clickFrame = frameId }) {
   const r = new Reader(send, page, WINDOW.calls, MAX_CHAIN_BYTES);
-  if (clickFrame !== undefined) {
-    r.calls++;
-    r.clickable = await clickables(send, clickFrame);
-  }
+  if (clickFrame !== undefined) r.clickable = (await clickables((m, p) => r.call(m, p), clickFrame)).ids;
   const w = new Walk(r, { window: true, maxNodes, frameId });
   const root = await w.root(backendNodeId);
   const stack = [];

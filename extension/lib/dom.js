@@ -230,6 +230,23 @@ export const SCROLL_BY = `function (dx, dy) {
   return '';
 }`;
 
+// HIDDEN_IDENTITY is the identity of an element that an aria-hidden="true"
+// subtree keeps out of the accessibility tree (null for any other): its
+// role attribute's first token (generic without one) and its aria-label,
+// else its title, whitespace collapsed, as ax.js's hiddenIdentity derives
+// them from a DOM snapshot.
+export const HIDDEN_IDENTITY = `function () {
+  if (this.nodeType !== 1 || !this.isConnected || !this.closest('[aria-hidden="true" i]')) return null;
+  const attr = (name) => (this.getAttribute(name) ?? '').replace(/\\s+/g, ' ').trim();
+  return { role: attr('role').split(' ')[0].toLowerCase() || 'generic', name: attr('aria-label') || attr('title') };
+}`;
+
+// ANIMATING tells, on a document, whether an animation of a finite length
+// (a CSS transition, a list sliding its items aside) is running in it.
+export const ANIMATING = `function () {
+  return this.getAnimations().some((a) => a.playState === 'running' && Number.isFinite(a.effect?.getComputedTiming().endTime));
+}`;
+
 // worldsOf keeps one isolated world per frame document of a gate.
 export function worldsOf(gate) {
   gate.worlds ??= new Map();

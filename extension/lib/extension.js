@@ -265,7 +265,7 @@ export function createExtension(chrome, {
       // In a child frame: its document, while it and the frames above it
       // are of the main document's origin.
       const current = request.frame ? async () => (await sameOriginFrame(ctx, request.frame)).documentEpoch : undefined;
-      return input.dispatch(kind, gate, send, request, current);
+      return input.dispatch(kind, gate, send, request, current, { now, timers });
     },
   );
 

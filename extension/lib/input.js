@@ -2,7 +2,7 @@
 // is dispatched when one fails.
 import { CodeError, fail, isObject, orFail } from './errors.js';
 import { LIMITS, MODIFIERS, NAMED_KEYS } from './protocol.js';
-import { callOn, mainFrame, CHECKED_IS, COVER, GUARD_KEY, HIT, SCROLL_BY, SELECT_OPTION, TEXT_GUARD } from './dom.js';
+import { callOn, mainFrame, ANIMATING, CHECKED_IS, COVER, GUARD_KEY, HIDDEN_IDENTITY, HIT, SCROLL_BY, SELECT_OPTION, TEXT_GUARD } from './dom.js';
 
 const MAX_TEXT = LIMITS.MAX_ACTION_TEXT;
 const CTRL = 2;
@@ -69,6 +69,14 @@ function chordEvents(key, modifiers) {
 
 // Pointer inputs: a drag moves in this many steps from its start to its end.
 const DRAG_STEPS = 10;
+// At its end a drag holds, as a hand does, while the page's animations of a
+// finite length run (a sortable list sliding its items aside, which ignores
+// the pointer meanwhile), at most DRAG_SETTLE_MS, looking every
+// SETTLE_POLL_MS; then it moves there once more, so that such a page sees
+// where it ends, and releases.
+const DRAG_SETTLE_MS = 1000;
+const SETTLE_POLL_MS = 16;
+const SETTLE = 'settle';
 // What the point of a pointer input may hit when the broker sends no accept
 // list: the target or something inside it.
 const DEFAULT_ACCEPT = ['target', 'inside'];
@@ -200,7 +208,7 @@ function events(kind, r) {
       for (let i = 1; i <= DRAG_STEPS; i++) {
         steps.push(move(r.x + ((r.toX - r.x) * i) / DRAG_STEPS, r.y + ((r.toY - r.y) * i) / DRAG_STEPS, 1));
       }
-      steps.push(release(r.toX, r.toY, 1));
+      steps.push([SETTLE], move(r.toX, r.toY, 1), release(r.toX, r.toY, 1));
       return steps;
     }
     case 'wheel':
@@ -220,6 +228,19 @@ function events(kind, r) {
       return [[SCROLL_BY, [r.deltaX, r.deltaY]]];
     case 'select':
       return [[SELECT_OPTION, [r.option.index, r.option.label, r.option.value ?? null]]];
+  }
+}
+
+// settle waits, for at most DRAG_SETTLE_MS, until no animation of a finite
+// length runs in the frame's document; one it cannot ask about ends the wait.
+async function settle(gate, send, frame, { now, timers }) {
+  const until = now() + DRAG_SETTLE_MS;
+  try {
+    while (now() < until && (await callOn(gate, send, frame, undefined, ANIMATING)) === true) {
+      await new Promise((resolve) => timers.setTimeout(resolve, SETTLE_POLL_MS));
+    }
+  } catch (e) {
+    if (e instanceof CodeError && e.code !== 'STALE_TARGET') throw e; // the gate, or a cancel
   }
 }
 
@@ -276,18 +297,27 @@ async function hitTest(gate, send, backendNodeId, x, y, accept = DEFAULT_ACCEPT)
 }
 
 // sameIdentity checks a target's role and name against the accessibility
-// tree right before an input, else STALE_TARGET.
-async function sameIdentity(send, t) {
+// tree right before an input, else STALE_TARGET. An element that an
+// aria-hidden subtree keeps out of the tree (the read added it for a
+// person sees it: ax.js clickables) is checked against its identity in
+// the DOM (HIDDEN_IDENTITY) instead.
+async function sameIdentity(gate, send, frame, t) {
   const { nodes } = await orFail(send('Accessibility.getPartialAXTree', { backendNodeId: t.backendNodeId, fetchRelatives: false }), 'STALE_TARGET');
   const n = nodes?.find((x) => x.backendDOMNodeId === t.backendNodeId);
-  if (!n || n.ignored || String(n.role?.value ?? '') !== t.role || String(n.name?.value ?? '') !== t.name) fail('STALE_TARGET');
+  if (n && !n.ignored) {
+    if (String(n.role?.value ?? '') !== t.role || String(n.name?.value ?? '') !== t.name) fail('STALE_TARGET');
+    return;
+  }
+  const dom = await callOn(gate, send, frame, t.backendNodeId, HIDDEN_IDENTITY);
+  if (dom?.role !== t.role || dom?.name !== t.name) fail('STALE_TARGET');
 }
 
 // dispatch runs the checks of PROVIDER.md "Input" in order, then the events.
 // The gate itself is checked by send() before every call. current() returns
 // the epoch of the document the target is in now (the main document's, or
 // the child frame's after its origin checks), before and after the checks.
-export async function dispatch(kind, gate, send, r, current = async () => gate.epoch) {
+// clock ({now, timers}) times a drag's hold at its end.
+export async function dispatch(kind, gate, send, r, current = async () => gate.epoch, clock = { now: Date.now, timers: globalThis }) {
   const t = r.target;
   const frame = r.frame ?? mainFrame(gate);
   const guard = async (fn, args) => {
@@ -295,8 +325,8 @@ export async function dispatch(kind, gate, send, r, current = async () => gate.e
     if (code !== '') fail(typeof code === 'string' ? code : 'STALE_TARGET');
   };
   if (r.documentEpoch !== (await current())) fail('STALE_TARGET');
-  if (t) await sameIdentity(send, t);
-  if (r.to) await sameIdentity(send, r.to);
+  if (t) await sameIdentity(gate, send, frame, t);
+  if (r.to) await sameIdentity(gate, send, frame, r.to);
   switch (kind) {
     case 'click':
     case 'wheel':
@@ -322,7 +352,9 @@ export async function dispatch(kind, gate, send, r, current = async () => gate.e
   let sent = 0;
   try {
     for (const [step, params] of events(kind, r)) {
-      if (step.startsWith('function')) {
+      if (step === SETTLE) {
+        await settle(gate, send, frame, clock);
+      } else if (step.startsWith('function')) {
         // A fixed function on the target: a code means it changed nothing.
         const code = await callOn(gate, send, frame, t?.backendNodeId, step, params);
         if (code !== '') fail(sent === 0 && typeof code === 'string' ? code : 'INTERNAL_ERROR');

@@ -320,6 +320,75 @@ test('a read marks the elements clickable by the page\'s own doing, from one DOM
   assert.equal(again.value.nodes.filter((n) => n.props.clickable).length, 0);
 });
 
+test('a read marks the elements with a press listener of their own, and the items of one that listens for a grab', async () => {
+  const t = await granted();
+  const ids = [1, 10, 20, 30, 31, 32, 40, 41, 42, 43, 50, 51, 52, 60, 70];
+  serve(t, [node('r', 'RootWebArea', 'A', { childIds: ids.slice(1).map(String), backendDOMNodeId: 1 }),
+    ...ids.slice(1).map((id) => node(String(id), 'generic', '', { backendDOMNodeId: id }))]);
+  const strings = ['F1', '#document', 'BODY', 'LABEL', 'UL', 'LI', 'DIV', 'class', 'card', 'bar', 'SPAN'];
+  // body(10) > label(20, dblclick), ul(30, pointerdown) > li(31), li(32);
+  // div(40, mousedown) > div.card(41), div.card(42), div.bar(43);
+  // div(50, keydown) > span(51), span(52); span(60, touchstart); span(70)
+  // under body, which listens for mousedown.
+  const names = { 1: 1, 10: 2, 20: 3, 30: 4, 31: 5, 32: 5, 40: 6, 41: 6, 42: 6, 43: 6, 50: 6, 51: 10, 52: 10, 60: 10, 70: 10 };
+  const parents = { 1: -1, 10: 0, 20: 1, 30: 1, 31: 3, 32: 3, 40: 1, 41: 6, 42: 6, 43: 6, 50: 1, 51: 10, 52: 10, 60: 1, 70: 1 };
+  const attrs = { 41: [7, 8], 42: [7, 8], 43: [7, 9] };
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ strings, documents: [{ frameId: 0, nodes: {
+    backendNodeId: ids, parentIndex: ids.map((id) => parents[id]), nodeType: ids.map((id) => (id === 1 ? 9 : 1)),
+    nodeName: ids.map((id) => names[id]), attributes: ids.map((id) => attrs[id] ?? []),
+  } }] }));
+  const listeners = [['dblclick', 20], ['pointerdown', 30], ['mousedown', 40], ['keydown', 50], ['touchstart', 60], ['mousedown', 10], ['mousedown', 1]];
+  t.chrome.cdp.set('DOM.resolveNode', ({ backendNodeId }) => {
+    assert.equal(backendNodeId, 1); // the document
+    return { object: { objectId: 'doc' } };
+  });
+  t.chrome.cdp.set('DOMDebugger.getEventListeners', ({ objectId, depth, pierce }) => {
+    assert.deepEqual([objectId, depth, pierce], ['doc', -1, true]);
+    return { listeners: listeners.map(([type, backendNodeId]) => ({ type, backendNodeId, useCapture: false })) };
+  });
+  t.chrome.cdp.set('Runtime.releaseObject', () => ({}));
+  const marked = async () => (await t.read()).value.nodes.filter((n) => n.props.clickable).map((n) => n.backendNodeId);
+  // The body, the label and the span listen themselves; the list's items,
+  // and the cards (not the one bar), are what the list's and the div's
+  // grab listeners are for.
+  assert.deepEqual(await marked(), [10, 20, 31, 32, 41, 42, 60]);
+  assert.equal(t.calls('DOMDebugger.getEventListeners'), 1);
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(t.calls('Runtime.releaseObject'), 1);
+  // A listener read that fails marks what the snapshot shows (nothing here).
+  t.chrome.cdp.set('DOMDebugger.getEventListeners', () => { throw new Error('boom'); });
+  assert.deepEqual(await marked(), []);
+});
+
+test('a read of the whole document adds the drawn clickable elements that aria-hidden keeps out of the tree, with their DOM identity', async () => {
+  const t = await granted();
+  serve(t, [node('r', 'RootWebArea', 'A', { childIds: ['2'], backendDOMNodeId: 1 }), node('2', 'generic', '', { backendDOMNodeId: 30 })]);
+  const strings = ['F1', '#document', 'BODY', 'DIV', 'SPAN', 'aria-hidden', 'true', 'role', 'Button  x', 'aria-label', '  Fold\n rows 1-3 ',
+    'title', 'Tip', 'tabindex', '0', 'pointer', 'auto', 'false'];
+  // body(10) > div(20, aria-hidden) > span(21, a pointer, role and label),
+  // span(22, a pointer, no box), div(24, aria-hidden="false") > span(23,
+  // a tab stop with a title); div(30, a pointer, in the tree) > span(31).
+  const ids = [1, 10, 20, 21, 22, 24, 23, 30, 31];
+  const parents = [-1, 0, 1, 2, 2, 2, 5, 1, 7];
+  const names = [1, 2, 3, 4, 4, 3, 4, 3, 4];
+  const attrs = [[], [], [5, 6], [7, 8, 9, 10, 11, 12], [7, 8], [5, 17], [13, 14, 11, 12], [], []];
+  const cursors = [16, 16, 15, 15, 16, 16, 15, 16];
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ strings, documents: [{ frameId: 0,
+    nodes: { backendNodeId: ids, parentIndex: parents, nodeType: ids.map((id) => (id === 1 ? 9 : 1)), nodeName: names, attributes: attrs },
+    layout: { nodeIndex: [1, 2, 3, 4, 5, 6, 7, 8], styles: cursors.map((c) => [c]),
+      bounds: [[0, 0, 800, 600], [0, 0, 40, 100], [30, 0, 11, 14], [30, 14, 0, 0], [0, 20, 40, 14], [0, 20, 20, 14], [50, 0, 100, 20], [50, 0, 10, 10]] },
+  }] }));
+  const r = (await t.read()).value;
+  assert.deepEqual(r.nodes.filter((n) => n.axId.startsWith('hidden-')), [
+    { axId: 'hidden-21', backendNodeId: 21, role: 'button', name: 'Fold rows 1-3', ignored: false, props: { clickable: true } },
+    { axId: 'hidden-23', backendNodeId: 23, role: 'generic', name: 'Tip', ignored: false, props: { clickable: true } },
+  ]);
+  assert.deepEqual(r.nodes.filter((n) => n.props.clickable).map((n) => n.backendNodeId), [30, 21, 23]);
+  // A read of a subtree adds none.
+  const sub = (await t.read({ backendNodeId: 30 })).value;
+  assert.deepEqual(sub.nodes.map((n) => n.axId), ['2']);
+});
+
 // trees are AX trees of every shape the walk handles: ignored nodes, inline
 // text boxes, props, a password field and its inner text, and a child it
 // must fetch because the whole tree does not list it.

@@ -88,6 +88,23 @@ test('a stale epoch, a changed role or name, or a gone node dispatches nothing',
   assert.equal(t.dispatched().length, 0);
 });
 
+test('an element that aria-hidden keeps out of the tree is checked by its identity in the DOM', async () => {
+  const t = await granted();
+  // The tree answers an ancestor only, as Chromium does for such a node.
+  t.chrome.cdp.set('Accessibility.getPartialAXTree', () => ({ nodes: [{ nodeId: '1', backendDOMNodeId: 5, ignored: true, role: { value: 'none' } }] }));
+  let dom = { role: 'button', name: 'Save' };
+  const others = t.chrome.cdp.get('Runtime.callFunctionOn');
+  t.chrome.cdp.set('Runtime.callFunctionOn', (params) => (params.functionDeclaration.includes('aria-hidden')
+    ? { result: { value: dom } } : others(params)));
+  t.relation = 'target';
+  assert.deepEqual((await t.input('click', { x: 1, y: 1 })).value, { dispatched: true });
+  for (const other of [{ role: 'button', name: 'Delete' }, { role: 'generic', name: 'Save' }, null]) {
+    dom = other; // another identity, or an element aria-hidden no longer hides
+    assert.equal((await t.input('click', { x: 1, y: 1 })).code, 'STALE_TARGET', JSON.stringify(other));
+  }
+  assert.equal(t.dispatched().length, 3);
+});
+
 test('a click that would land on another element is NOT_ACTIONABLE', async () => {
   const t = await granted();
   t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: 99, frameId: 'F1' }));
@@ -313,8 +330,18 @@ test('a double-click is two press/release pairs counting 1 then 2; a hover only 
   assert.equal(t.dispatched().length, before + 1);
 });
 
-test('a drag presses on the target, moves in ten steps to the drop point and releases there', async () => {
+test('a drag presses on the target, moves in ten steps to the drop point, holds while the page animates, and releases there', async () => {
   const t = await granted();
+  // The page animates for three looks after the last step.
+  let animating = 0;
+  const isAnimating = (fn) => fn.includes('getAnimations');
+  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { backendNodeId: 1 } }));
+  const others = t.chrome.cdp.get('Runtime.callFunctionOn');
+  t.chrome.cdp.set('Runtime.callFunctionOn', (params) => {
+    if (!isAnimating(params.functionDeclaration)) return others(params);
+    assert.equal(params.objectId, '5/1'); // on the document, in the isolated world
+    return { result: { value: animating-- > 0 } };
+  });
   const to = { backendNodeId: 43, role: 'listitem', name: 'Slot' };
   t.chrome.cdp.set('Accessibility.getPartialAXTree', ({ backendNodeId }) => ({
     nodes: [{ backendDOMNodeId: backendNodeId, ignored: false, role: { value: backendNodeId === 42 ? 'button' : 'listitem' }, name: { value: backendNodeId === 42 ? 'Save' : 'Slot' } }],
@@ -323,10 +350,19 @@ test('a drag presses on the target, moves in ten steps to the drop point and rel
   t.chrome.cdp.set('DOM.getNodeForLocation', () => ({ backendNodeId: at, frameId: 'F1' }));
   t.chrome.cdp.set('DOM.getNodeForLocation', ({ y }) => ({ backendNodeId: y === 1000 ? 42 : at, frameId: 'F1' }));
   at = 43;
-  assert.equal((await t.input('drag', { x: 0, y: 0, toX: 100, toY: 50, to })).ok, true);
-  const moves = t.dispatched().map((c) => `${c.params.type}@${c.params.x},${c.params.y}/${c.params.buttons}`);
-  assert.deepEqual(moves, ['mouseMoved@0,0/0', 'mousePressed@0,0/1',
-    ...Array.from({ length: 10 }, (_, i) => `mouseMoved@${(i + 1) * 10},${(i + 1) * 5}/1`), 'mouseReleased@100,50/0']);
+  animating = 3;
+  // The hold waits on the extension's clock: it runs while the drag does.
+  const drag = async (request) => {
+    const id = t.request('input.drag', { lease: t.lease, request: { documentEpoch: 'F1:L1', target, ...request } });
+    for (let i = 0; i < 200 && !t.port.response(id); i++) await t.timers.advance(16);
+    return t.port.response(id);
+  };
+  assert.equal((await drag({ x: 0, y: 0, toX: 100, toY: 50, to })).ok, true);
+  const steps = t.chrome.commands.filter((c) => c.method.startsWith('Input.') || isAnimating(c.params?.functionDeclaration ?? ''))
+    .map((c) => (c.method.startsWith('Input.') ? `${c.params.type}@${c.params.x},${c.params.y}/${c.params.buttons}` : 'animating?'));
+  assert.deepEqual(steps, ['mouseMoved@0,0/0', 'mousePressed@0,0/1',
+    ...Array.from({ length: 10 }, (_, i) => `mouseMoved@${(i + 1) * 10},${(i + 1) * 5}/1`),
+    'animating?', 'animating?', 'animating?', 'animating?', 'mouseMoved@100,50/1', 'mouseReleased@100,50/0']);
   // The drop point is hit-tested against the element it drops on, whose
   // identity is checked too.
   at = 99;
@@ -334,7 +370,13 @@ test('a drag presses on the target, moves in ten steps to the drop point and rel
   assert.equal((await t.input('drag', { x: 0, y: 0, toX: 100, toY: 50, to: { ...to, name: 'Other' } })).code, 'STALE_TARGET');
   // By an offset: no drop target, no check there.
   assert.equal((await t.input('drag', { x: 0, y: 0, toX: 100, toY: 50 })).ok, true);
-  assert.equal(t.dispatched().length, 26);
+  assert.equal(t.dispatched().length, 28);
+  // An animation that never ends holds the drag for DRAG_SETTLE_MS (1 s) only.
+  animating = Infinity;
+  const start = t.timers.now;
+  assert.equal((await drag({ x: 0, y: 0, toX: 100, toY: 50 })).ok, true);
+  assert.ok(t.timers.now - start >= 1000 && t.timers.now - start < 1100, `${t.timers.now - start} ms`);
+  assert.equal(t.dispatched().length, 42);
 });
 
 test('a chord holds its modifiers around the key; a character types only without Control, Alt or Meta', async () => {

@@ -140,10 +140,11 @@ var errNotFound = errors.New("not in the page as the server shows it")
 // again and retries, as both tools' answers advise.
 var errStale = errors.New("the page changed under the ref")
 
-// roleRE matches l's role, any role if it has none.
+// roleRE matches l's role, any role if it has none (Chromium's own role
+// names, as LabelText, included).
 func roleRE(l locator) string {
 	if l.Role == "" {
-		return `[a-z]+`
+		return `[A-Za-z]+`
 	}
 	return regexp.QuoteMeta(l.Role)
 }

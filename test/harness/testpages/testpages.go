@@ -6,7 +6,8 @@
 // drawn the ways applications draw them (pseudo-elements, styled labels,
 // shadow DOM) and covered the ways pages cover them, gestures (double-click,
 // hover, drag, a click at a point, key chords), elements clickable only by
-// the page's own doing, and about:blank and srcdoc frames.
+// the page's own doing, about:blank and srcdoc frames, and a page whose
+// router adds "#/" to its URL (/router); /moved redirects to /counter.
 //
 // Serve starts two servers on 127.0.0.1, each on its own port, so a test has
 // two origins. The page of one server can link to the other. A URL with the
@@ -48,6 +49,7 @@ var (
 		"/gestures":    "gestures.html",
 		"/clickables":  "clickables.html",
 		"/blankframes": "blankframes.html",
+		"/router":      "router.html",
 	}
 	bigPage     = template.Must(template.ParseFS(pagesFS, "pages/big.html"))
 	swaggerPage = template.Must(template.ParseFS(pagesFS, "pages/swagger.html"))
@@ -71,7 +73,7 @@ var (
 func Paths() []string {
 	return []string{"/", "/form", "/counter", "/occluded", "/keys", "/swatch", "/controls", "/fields", "/scroll",
 		"/big", "/swagger", "/rows", "/nav", "/frames", "/nested", "/moving", "/effects", "/xhtml",
-		"/actionable", "/gestures", "/clickables", "/blankframes"}
+		"/actionable", "/gestures", "/clickables", "/blankframes", "/router"}
 }
 
 // MaxRows is the most rows /rows?n= serves (n is 1 to MaxRows; 100 when
@@ -148,6 +150,10 @@ func (s *Server) handler() http.Handler {
 			writeHTML(w, data)
 		})
 	}
+	// /moved is no page: the server redirects it to /counter.
+	mux.HandleFunc("GET /moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/counter", http.StatusFound)
+	})
 	mux.HandleFunc("GET /big", func(w http.ResponseWriter, r *http.Request) {
 		writeHTML(w, bigHTML)
 	})

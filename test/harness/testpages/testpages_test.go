@@ -53,8 +53,9 @@ func TestPages(t *testing.T) {
 		{"/xhtml", []string{`xmlns="http://www.w3.org/1999/xhtml"`, `src="{other-site}/swatch"`}},
 		{"/actionable", []string{`.pseudo::before`, `aria-label="Remember me"`, `for="walk"`, "attachShadow", `role="dialog"`, `id="over"`}},
 		{"/gestures", []string{"dblclick", "mouseenter", `id="sortable"`, `id="board"`, `id="chart"`, `draggable="true"`, `id="editor"`, `value="m"`}},
-		{"/clickables", []string{`id="day5"`, "cursor:pointer", `tabindex="0"`, `title="Code view"`, "cursor:grab", `id="wrap"`}},
+		{"/clickables", []string{`id="day5"`, "cursor:pointer", `tabindex="0"`, `title="Code view"`, "cursor:grab", `id="wrap"`, `id="todo"`, "pointerdown", `id="sortable"`, `aria-hidden="true"`}},
 		{"/blankframes", []string{`id="blank"`, "srcdoc=", `sandbox="allow-scripts"`, "contentDocument"}},
+		{"/router", []string{"location.replace('#/')", `id="route"`}},
 	}
 	if len(tests) != len(testpages.Paths()) {
 		t.Fatalf("the test covers %d pages, Paths lists %d", len(tests), len(testpages.Paths()))
@@ -139,6 +140,16 @@ func TestNotFound(t *testing.T) {
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: %s, want 404", p, resp.Status)
 		}
+	}
+}
+
+// TestMoved: /moved redirects to /counter.
+func TestMoved(t *testing.T) {
+	t.Parallel()
+	s := testpages.Serve(t)
+	resp, body := get(t, s.URL("/moved"))
+	if resp.Request.URL.String() != s.URL("/counter") || !strings.Contains(body, "<title>Counter</title>") {
+		t.Fatalf("GET /moved ended at %s", resp.Request.URL)
 	}
 }
 
