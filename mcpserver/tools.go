@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -275,28 +274,22 @@ func (s *Server) observe(ctx context.Context, req *mcp.CallToolRequest, in Obser
 	if in.RootRef != "" {
 		params["rootRef"] = in.RootRef
 	}
-	// The whole page comes with its child frames: their list is read
-	// beside the page, then the same-origin ones.
-	whole := in.Query == nil && in.Frame == nil && in.RootRef == ""
-	var inv *browser.FrameInventory
-	var wg sync.WaitGroup
-	if whole {
-		wg.Go(func() {
-			var v browser.FrameInventory
-			if s.call(ctx, req.Session, readTimeout, "browser.frames", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, &v) == nil {
-				inv = &v
-			}
-		})
-	}
 	var o browser.Observation
-	err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o)
-	wg.Wait()
-	if err != nil {
+	if err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o); err != nil {
 		return nil, nil, err
 	}
 	se.remember(in.LeaseID, &o)
-	if !whole {
+	if in.Query != nil || in.Frame != nil || in.RootRef != "" {
 		return text(Outline(&o, in.LeaseID)), nil, nil
+	}
+	// The whole page comes with its child frames: their list, when the
+	// page has frame owners (or could not tell), then the same-origin ones.
+	var inv *browser.FrameInventory
+	if o.FrameOwners == nil || *o.FrameOwners > 0 {
+		var v browser.FrameInventory
+		if s.call(ctx, req.Session, readTimeout, "browser.frames", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, &v) == nil {
+			inv = &v
+		}
 	}
 	frames := s.observeFrames(ctx, req.Session, se, in.LeaseID, &o, inv)
 	se.rememberFrames(in.LeaseID, frames)

@@ -158,7 +158,11 @@ func (a *action) look(q *browser.Query) (*browser.Observation, error) {
 	if a.req.Frame != nil {
 		return a.r.observeFrame(a.ctx, a.l, a.p, a.prov, a.req.Frame, q)
 	}
-	return a.r.observe(a.ctx, a.l, a.p, q)
+	obs, err := a.r.observe(a.ctx, a.l, a.p, q)
+	if obs != nil {
+		obs.FrameOwners = nil // an observation's, not an action result's
+	}
+	return obs, err
 }
 
 // statePredicate evaluates a state expectation on an element's facts. ok

@@ -3,6 +3,7 @@
 import { CodeError, fail, orFail } from './errors.js';
 import { MAX_VALUE_BYTES } from './transport.js';
 import { CONTROL_ROLES, LIMITS, OBSERVE } from './protocol.js';
+import { OWNER_NAMES } from './frames.js';
 
 export const BUDGET = { nodes: 2048, calls: 512, depth: 64, bytes: 1 << 20 };
 const MAX_MATCHES = 128;
@@ -29,8 +30,11 @@ const utf8 = new TextEncoder();
 // cursor says it can be clicked or dragged (pointer, grab, move), a tab
 // stop (tabindex ≥ 0), or an element the page lets be dragged
 // (draggable="true"). The broker decides which of them get a ref. A
-// snapshot that fails marks nothing.
-export async function clickables(send, frameId) {
+// snapshot that fails marks nothing. With counts, it also sets
+// counts.frameOwners: the frame owner elements of that document (iframes
+// and the like, shadow trees included; frames.js OWNER_NAMES), so that a
+// page without any needs no frame list (absent when unknown).
+export async function clickables(send, frameId, counts) {
   let snap;
   try {
     snap = await send('DOMSnapshot.captureSnapshot', { computedStyles: ['cursor'] });
@@ -59,7 +63,21 @@ export async function clickables(send, frameId) {
     const own = listened.has(i) && str(nodes.nodeName?.[i])?.toUpperCase() !== 'LABEL';
     if (own || marked || (pointer(i) && !pointer(nodes.parentIndex?.[i]))) out.add(id);
   });
+  if (counts) counts.frameOwners = frameOwners(doc, str);
   return out;
+}
+
+// frameOwners counts a snapshot document's frame owners: the elements
+// frames.js lists as owners (by name), and any element with a content
+// document.
+function frameOwners(doc, str) {
+  const names = doc.nodes?.nodeName ?? [];
+  const content = new Set(doc.nodes?.contentDocumentIndex?.index ?? []);
+  let n = 0;
+  names.forEach((name, i) => {
+    if (OWNER_NAMES.has(str(name)?.toUpperCase()) || content.has(i)) n++;
+  });
+  return n;
 }
 
 // A Reader holds one read's budgets and its output.
@@ -165,20 +183,29 @@ class Reader {
 // backendNodeId) with getRootAXNode / getPartialAXTree / getChildAXNodes,
 // walking through ignored nodes without returning them. clickFrame is the
 // frame whose document's clickable elements are marked (clickables).
+// A read of a whole document that marks clickable elements also says how
+// many frame owners it holds (frameOwners, when the snapshot told).
 export async function read(send, page, backendNodeId, frameId, clickFrame = frameId) {
-  const r = new Reader(send, page);
+  const whole = backendNodeId === undefined && clickFrame !== undefined;
+  const r = new Reader(send, page, BUDGET.calls, whole ? FRAME_OWNERS_BYTES : 0);
   // The clickable elements and the document's size are asked at once.
   if (clickFrame !== undefined) r.calls++;
+  const counts = {};
   const [clickable, bulk] = await Promise.all([
-    clickFrame !== undefined ? clickables(send, clickFrame) : undefined,
+    clickFrame !== undefined ? clickables(send, clickFrame, counts) : undefined,
     backendNodeId === undefined ? small(r) : false,
   ]);
   if (clickable) r.clickable = clickable;
   const w = new Walk(r, { frameId, kept: new Kept() });
   const root = bulk ? await w.all() : await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
-  return r.result();
+  const out = r.result();
+  if (whole && counts.frameOwners !== undefined) out.frameOwners = counts.frameOwners;
+  return out;
 }
+
+// FRAME_OWNERS_BYTES is what frameOwners adds to a read's JSON at most.
+const FRAME_OWNERS_BYTES = ',"frameOwners":'.length + 16;
 
 // Kept counts what the broker's projection (browser/runtime/observe.go)
 // keeps of a read, as it counts, so that a read stops once the projection
