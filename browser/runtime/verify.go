@@ -52,7 +52,7 @@ func (a *action) verify(holds check) *browser.ActionResult {
 			}
 			continue
 		}
-		obs, err := a.look(nil)
+		obs, err := a.result()
 		if err != nil {
 			if ok {
 				return end(err)
@@ -150,6 +150,19 @@ func (a *action) seen(e *browser.Expected, obs *browser.Observation) (bool, bool
 		return obs.URL == e.URL, true
 	}
 	return true, false
+}
+
+// result reads the observation the result carries: the page, or for an
+// action answered with a change since a search, the same search while it
+// finds the same document (readScope).
+func (a *action) result() (*browser.Observation, error) {
+	if s := readScopeFrom(a.ctx); s != nil {
+		obs, err := a.look(s.query)
+		if err != nil || obs.DocumentEpoch == s.epoch {
+			return obs, err
+		}
+	}
+	return a.look(nil)
 }
 
 // look observes the page the action is verified in: the main document, or
