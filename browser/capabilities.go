@@ -64,6 +64,11 @@ const (
 	// with change, what changed since, in place of the whole observation
 	// when that is smaller.
 	CapActionDelta = "broker.action-delta.v1"
+	// CapObserveFrameOwners: a client that lists it gets frameOwners on a
+	// full observation of the whole document (how many frame owner
+	// elements the main document holds), so that it lists the frames
+	// (browser.frames) only of a page that has some.
+	CapObserveFrameOwners = "broker.observe-frame-owners.v1"
 )
 
 // Offered lists what the broker offers every peer for the browser kind
@@ -72,7 +77,7 @@ func Offered() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
 		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState,
 		CapCapturePublish, CapPageWindows, CapFrames, CapObserveFrame, CapFrameClick, CapFrameQuery, CapFrameSubtree, CapFramePage,
-		CapFrameInputClient, CapSelectOption, CapCapturePaint, CapActionDelta, CapDblclick, CapHover, CapKeyChord, CapDrag, CapClickAt}
+		CapFrameInputClient, CapSelectOption, CapCapturePaint, CapActionDelta, CapObserveFrameOwners, CapDblclick, CapHover, CapKeyChord, CapDrag, CapClickAt}
 }
 
 // Provider capabilities: what a browser provider advertises in its hello.

@@ -147,6 +147,11 @@ type Observation struct {
 	Text           []string  `json:"text"`
 	Truncated      bool      `json:"truncated"`
 	Scope          Scope     `json:"scope"`
+	// FrameOwners (ours, for a client that lists [CapObserveFrameOwners])
+	// counts the frame owner elements (iframes and the like) of the main
+	// document, on a full observation of the whole document when the
+	// browser could tell: 0 means there is no child frame to list.
+	FrameOwners *int `json:"frameOwners,omitempty"`
 }
 
 // ObserveParams is the params of browser.observe.

@@ -81,7 +81,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		// rpc.Conn.Call numbers its requests 1, 2, 3, …; admission codes are
 		// understood (Client.Admission); it may act in frames beyond click,
 		// and ask an action for what changed (since).
-		Capabilities:         []string{wire.CapOrderedIDs, wire.CapAdmission, browser.CapFrameInputClient, browser.CapActionDelta},
+		Capabilities:         []string{wire.CapOrderedIDs, wire.CapAdmission, browser.CapFrameInputClient, browser.CapActionDelta, browser.CapObserveFrameOwners},
 		RequiredCapabilities: opts.RequiredCapabilities,
 	}
 	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)

@@ -242,9 +242,19 @@ func writeChange(b *strings.Builder, before *browser.Observation, d *browser.Obs
 			lines = append(lines, "+ "+line)
 		}
 	}
+	// A change since a search is one of its matches (browser.act reads the
+	// search again, not the page): one that went may still be on the page.
+	search, gone := "", "- gone: "
+	if q := d.Scope.Query; d.Scope.Kind == "query" && q != nil {
+		search = " among the matches of name=" + strconv.Quote(q.Name)
+		if q.Role != "" {
+			search += " role=" + q.Role
+		}
+		gone = "- no longer matches: "
+	}
 	for _, id := range d.Nodes.Remove {
 		if old := was[id]; old != nil {
-			lines = append(lines, "- gone: "+label(old))
+			lines = append(lines, gone+label(old))
 		}
 	}
 	if t := d.Text; t != nil && t.Start >= 0 && t.DeleteCount >= 0 && t.Start+t.DeleteCount <= len(before.Text) {
@@ -263,11 +273,18 @@ func writeChange(b *strings.Builder, before *browser.Observation, d *browser.Obs
 	case len(lines) == 0 && d.Nodes.Order != nil:
 		b.WriteString("the same elements, in another order; browser_observe shows the whole page\n")
 		return
+	case len(lines) == 0 && search != "":
+		b.WriteString("nothing changed" + search + " (browser_observe shows the whole page)\n")
+		return
 	case len(lines) == 0:
 		b.WriteString("nothing on the page changed since your last view (browser_observe shows the whole page)\n")
 		return
 	}
-	b.WriteString("changes since your last view (other refs still hold):\n")
+	if search != "" {
+		b.WriteString("changes" + search + " since your search (other refs still hold; browser_observe shows the whole page):\n")
+	} else {
+		b.WriteString("changes since your last view (other refs still hold):\n")
+	}
 	for i, l := range lines {
 		if i == maxChangeLines {
 			fmt.Fprintf(b, "… and %d more changes: browser_observe shows the whole page\n", len(lines)-i)

@@ -253,6 +253,26 @@ changes since your last view (other refs still hold):
 
 var click0 = &browser.Action{Kind: "click", Ref: "r00000000000000a4"}
 
+// TestRenderChangeSinceSearch: a change since a search says so, and that an
+// element that went from its matches may still be on the page.
+func TestRenderChangeSinceSearch(t *testing.T) {
+	scope := browser.Scope{Kind: "query", Query: &browser.Query{Name: "Target", Role: "button"}}
+	before := &browser.Observation{Cursor: "c0", Title: "Big page", URL: "http://127.0.0.1:41234/big", DocumentEpoch: "E", Scope: scope,
+		Nodes: []browser.NodeRef{{ID: "r00000000000000a4", Role: "button", Name: "Target"}}, Text: []string{}}
+	d := browser.ObservationDelta{Format: "delta", Cursor: "c1", BaseCursor: "c0", Title: before.Title, URL: before.URL, DocumentEpoch: "E", Scope: scope,
+		Nodes: browser.NodesDelta{Upsert: []browser.NodeRef{}, Remove: []string{"r00000000000000a4"}}}
+	res := browser.ActionResult{RequestID: "q1", Outcome: "unknown", Dispatch: "observed", Postcondition: "unverified", Change: &d}
+	got := RenderAction(&res, click0, "L", before)
+	if !strings.Contains(got, "changes among the matches of name=\"Target\" role=button since your search") ||
+		!strings.Contains(got, "\n- no longer matches: button \"Target\"\n") || strings.Contains(got, "gone") {
+		t.Fatalf("a change since a search:\n%s", got)
+	}
+	d.Nodes.Remove = []string{}
+	if got := RenderAction(&res, click0, "L", before); !strings.Contains(got, "nothing changed among the matches of name=\"Target\" role=button") {
+		t.Fatalf("no change since a search:\n%s", got)
+	}
+}
+
 // TestDescribeNewKinds: each action kind reads as what it does.
 func TestDescribeNewKinds(t *testing.T) {
 	labels := map[string]string{"r1": `button "Save"`, "r2": `listitem "Done"`}

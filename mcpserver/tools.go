@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -137,7 +136,7 @@ func (s *Server) addTools() {
 			`{"kind":"clickAt","ref":"r…","x":40,"y":12} (a canvas or chart); {"kind":"select","ref":"r…","value":"de"}. ` +
 			"A click lands like a person's: on the element, anything drawn inside it, or a label that activates it; when something else covers it (a dialog, a banner), the result names it with its ref: deal with that first. " +
 			"fill, append, check and select verify the field, box or option they leave; give action.expected ({text}, {value}, {url} or {ref, state}) to have the page checked too: the result says succeeded only when it holds; without a check it says unknown (not verified). " +
-			"The result shows the outcome and what changed on the page since you last saw it (elements that appeared with their refs, changed or went; text that came or went); refs you already have still hold. After a navigation it shows the whole new page. " +
+			"The result shows the outcome and what changed on the page since you last saw it (elements that appeared with their refs, changed or went; text that came or went); refs you already have still hold. After acting on a ref from a query it shows what changed among that query's matches (observe again to see the rest). After a navigation it shows the whole new page. " +
 			"requestId is optional: when absent one is generated and shown in the result. To retry an action whose result you did not get (timeout, lost connection), call again with the SAME requestId: the broker never performs one requestId twice. A new action needs a new requestId (or none).",
 		InputSchema: inputSchema[ActInput](annotateAct),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
@@ -275,28 +274,22 @@ func (s *Server) observe(ctx context.Context, req *mcp.CallToolRequest, in Obser
 	if in.RootRef != "" {
 		params["rootRef"] = in.RootRef
 	}
-	// The whole page comes with its child frames: their list is read
-	// beside the page, then the same-origin ones.
-	whole := in.Query == nil && in.Frame == nil && in.RootRef == ""
-	var inv *browser.FrameInventory
-	var wg sync.WaitGroup
-	if whole {
-		wg.Go(func() {
-			var v browser.FrameInventory
-			if s.call(ctx, req.Session, readTimeout, "browser.frames", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, &v) == nil {
-				inv = &v
-			}
-		})
-	}
 	var o browser.Observation
-	err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o)
-	wg.Wait()
-	if err != nil {
+	if err := s.call(ctx, req.Session, readTimeout, "browser.observe", params, &o); err != nil {
 		return nil, nil, err
 	}
 	se.remember(in.LeaseID, &o)
-	if !whole {
+	if in.Query != nil || in.Frame != nil || in.RootRef != "" {
 		return text(Outline(&o, in.LeaseID)), nil, nil
+	}
+	// The whole page comes with its child frames: their list, when the
+	// page has frame owners (or could not tell), then the same-origin ones.
+	var inv *browser.FrameInventory
+	if o.FrameOwners == nil || *o.FrameOwners > 0 {
+		var v browser.FrameInventory
+		if s.call(ctx, req.Session, readTimeout, "browser.frames", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, &v) == nil {
+			inv = &v
+		}
 	}
 	frames := s.observeFrames(ctx, req.Session, se, in.LeaseID, &o, inv)
 	se.rememberFrames(in.LeaseID, frames)

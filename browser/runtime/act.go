@@ -52,6 +52,9 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 		return retry, err
 	}
 	ctx = withLogged(ctx, r.logAction(c, req.Action, -1, idt.durable))
+	if req.Since != "" {
+		ctx = withReadScope(ctx, readScopeOf(r.baseline(owner, req.LeaseID, req.Since), req.Action.Expected))
+	}
 	var res *browser.ActionResult
 	if idt.durable {
 		res, err = r.actDurable(ctx, owner, idt, req, timeout)
@@ -81,6 +84,43 @@ func (r *Runtime) changeSince(owner lease.Owner, leaseID, cursor string, res *br
 		out.Observation, out.Change = nil, d
 	}
 	return &out
+}
+
+// readScope is the read that verifies an action whose result is a change
+// since a search (a query observation): the same search, so that the
+// change is one of that observation and the read costs what the search
+// does, not what reading the page does. A read that finds another
+// document reads the whole page instead.
+type readScope struct {
+	query *browser.Query
+	epoch string // the document searched
+}
+
+// readScopeOf is the read scope of an action answered with a change since
+// base: nil (the whole page) unless base is a search of the document
+// (no rootRef) and the action expects no text, which only the page's text
+// can show.
+func readScopeOf(base *browser.Observation, e *browser.Expected) *readScope {
+	if base == nil || base.Scope.Kind != "query" || base.Scope.Query == nil || base.Scope.RootRef != "" ||
+		(e != nil && e.Kind == browser.ExpectText) {
+		return nil
+	}
+	return &readScope{query: base.Scope.Query, epoch: base.DocumentEpoch}
+}
+
+type readScopeKey struct{}
+
+// withReadScope passes an action's read scope down to its verification.
+func withReadScope(ctx context.Context, s *readScope) context.Context {
+	if s == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, readScopeKey{}, s)
+}
+
+func readScopeFrom(ctx context.Context) *readScope {
+	s, _ := ctx.Value(readScopeKey{}).(*readScope)
+	return s
 }
 
 // actDurable runs an action under the journal: intent is durable before the

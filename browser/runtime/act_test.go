@@ -640,3 +640,75 @@ func TestNavigateLandsWhereItLands(t *testing.T) {
 		t.Fatalf("a navigation to a fragment that the tab does not show: %+v", res)
 	}
 }
+
+// TestActChangeSinceSearch: an action answered with a change since a
+// search (a query observation) is verified by that search, not by reading
+// the page, and its change is one of the search: applied to it, it gives
+// the search now. An expected text, or a click that leaves the document,
+// has the page read whole as before.
+func TestActChangeSinceSearch(t *testing.T) {
+	t.Parallel()
+	a := newActOn(t, Config{})
+	a.c.caps = []string{browser.CapActionDelta}
+	search := func() browser.Observation {
+		return must[browser.Observation](t, a.r.Observe, a.c, map[string]any{"sessionId": "s", "leaseId": a.lease.ID,
+			"query": map[string]any{"name": "Greet", "role": "button"}})
+	}
+	q := search()
+	ref := refOf(t, q.Nodes, "button", "Greet")
+	a.p.on(browser.ProviderInputClick, func(any) (any, error) {
+		a.p.page.edit(func(pg *fakePage) {
+			for i := range pg.nodes {
+				if pg.nodes[i].Name == "Greet" {
+					pg.nodes[i].Name = "Greeted"
+				}
+			}
+		})
+		return map[string]bool{"dispatched": true}, nil
+	})
+	click := func(id string, base browser.Observation, extra ...any) browser.ActionResult {
+		t.Helper()
+		req := a.request(id, map[string]any{"kind": "click", "ref": ref}, append([]any{"since", base.Cursor}, extra...)...)
+		return must[browser.ActionResult](t, a.r.Act, a.c, map[string]any{"sessionId": "s", "request": req})
+	}
+	reads, finds := a.p.count(browser.ProviderAXRead), a.p.count(browser.ProviderAXFind)
+	res := click("search", q)
+	if res.Outcome != "unknown" || res.Dispatch != "observed" {
+		t.Fatalf("click: %+v", res)
+	}
+	if got := a.p.count(browser.ProviderAXRead) - reads; got != 0 {
+		t.Fatalf("the page was read %d times to verify a click since a search", got)
+	}
+	if got := a.p.count(browser.ProviderAXFind) - finds; got != 1 {
+		t.Fatalf("the search ran %d times, want once", got)
+	}
+	now := res.Observation
+	if res.Change != nil {
+		nodes, text := res.Change.Apply(q.Nodes, q.Text)
+		now = &browser.Observation{Nodes: nodes, Text: text, Scope: res.Change.Scope}
+	}
+	if now == nil || now.Scope.Kind != "query" || len(now.Nodes) != 0 || now.ResyncRequired {
+		t.Fatalf("the search after the click: %+v (change %+v)", now, res.Change)
+	}
+
+	// An expected text needs the page's text: the page is read.
+	a.p.page.edit(func(pg *fakePage) { pg.nodes[3].Name = "Greet" })
+	q = search()
+	reads = a.p.count(browser.ProviderAXRead)
+	res = click("text", q, "action", map[string]any{"kind": "click", "ref": ref, "expected": expect("DSH demo")})
+	if res.Outcome != "succeeded" || a.p.count(browser.ProviderAXRead) == reads {
+		t.Fatalf("a click expecting a text since a search: %+v after %d page reads", res, a.p.count(browser.ProviderAXRead)-reads)
+	}
+
+	// A click that loads another document shows the new page whole.
+	a.p.page.edit(func(pg *fakePage) { pg.nodes[3].Name = "Greet" })
+	q = search()
+	a.p.on(browser.ProviderInputClick, func(any) (any, error) {
+		a.p.page.edit(func(pg *fakePage) { pg.epoch = "F:L2" })
+		return map[string]bool{"dispatched": true}, nil
+	})
+	res = click("navigates", q)
+	if res.Observation == nil || res.Observation.Scope.Kind != "document" || res.Observation.ResyncReason != "document-changed" {
+		t.Fatalf("a click that left the document: %+v", res)
+	}
+}

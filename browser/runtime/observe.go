@@ -61,6 +61,9 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
+	if !c.Capable(browser.CapObserveFrameOwners) {
+		obs.FrameOwners = nil // ours: the reference's observation has no such field
+	}
 	if snapshotSize(obs) > browser.MaxSnapshotSize {
 		return nil, wire.Err(wire.CodeQueueFull)
 	}
@@ -95,6 +98,8 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *brows
 	}
 	if q != nil {
 		obs.Scope = browser.Scope{Kind: "query", Query: q}
+	} else if read.FrameOwners != nil && *read.FrameOwners >= 0 {
+		obs.FrameOwners = read.FrameOwners
 	}
 	project(obs, p, read.Nodes, q != nil)
 	return obs, nil

@@ -392,3 +392,49 @@ func TestValidateLease(t *testing.T) {
 		t.Fatalf("validateLease asked the provider: %v", f.p.methods())
 	}
 }
+
+// TestObserveFrameOwners: the count of the main document's frame owners
+// that a whole read brings goes to a client that lists
+// broker.observe-frame-owners.v1, on a whole-document observation only; a
+// reference client's observation is as before.
+func TestObserveFrameOwners(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	l := f.claim("s")
+	owners := 2
+	f.p.on(browser.ProviderAXRead, func(params any) (any, error) {
+		read := f.p.page.read(func(axNode) bool { return true })
+		if params.(*requestParams[axRequest]).Request.Frame == nil {
+			read.FrameOwners = &owners
+		}
+		return read, nil
+	})
+	whole := map[string]any{"sessionId": "s", "leaseId": l.ID}
+	if o := must[map[string]any](t, f.r.Observe, f.c, whole); o["frameOwners"] != nil {
+		t.Fatalf("a client without %s got frameOwners: %v", browser.CapObserveFrameOwners, o["frameOwners"])
+	}
+	f.c.caps = []string{browser.CapObserveFrameOwners}
+	if o := f.observe("s", l.ID); o.FrameOwners == nil || *o.FrameOwners != 2 {
+		t.Fatalf("frameOwners %v, want 2", o.FrameOwners)
+	}
+	owners = 0
+	if o := f.observe("s", l.ID); o.FrameOwners == nil || *o.FrameOwners != 0 {
+		t.Fatalf("frameOwners %v, want 0: no frame to list", o.FrameOwners)
+	}
+	q := must[browser.Observation](t, f.r.Observe, f.c, map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"name": "Greet"}})
+	if q.FrameOwners != nil {
+		t.Fatalf("a query observation carries frameOwners %v", *q.FrameOwners)
+	}
+	// An action's observation is no full observation of the page: none.
+	o := f.observe("s", l.ID)
+	res := f.act("s", map[string]any{"requestId": "r1", "leaseId": l.ID, "documentEpoch": o.DocumentEpoch,
+		"action": map[string]any{"kind": "click", "ref": refOf(t, o.Nodes, "button", "Greet")}})
+	if res.Observation == nil || res.Observation.FrameOwners != nil {
+		t.Fatalf("an action's observation %+v", res.Observation)
+	}
+	// A provider that cannot tell says nothing, and neither does the broker.
+	f.p.on(browser.ProviderAXRead, func(any) (any, error) { return f.p.page.read(func(axNode) bool { return true }), nil })
+	if o := f.observe("s", l.ID); o.FrameOwners != nil {
+		t.Fatalf("frameOwners %v from a provider that did not tell", *o.FrameOwners)
+	}
+}

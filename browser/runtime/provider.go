@@ -321,6 +321,7 @@ type axRead struct {
 	Title         string   `json:"title"`
 	Truncated     bool     `json:"truncated"`
 	Nodes         []axNode `json:"nodes"`
+	FrameOwners   *int     `json:"frameOwners"` // of the document a whole read read, when the provider could tell
 }
 
 type axNode struct {

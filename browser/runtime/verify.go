@@ -52,7 +52,7 @@ func (a *action) verify(holds check) *browser.ActionResult {
 			}
 			continue
 		}
-		obs, err := a.look(nil)
+		obs, err := a.result()
 		if err != nil {
 			if ok {
 				return end(err)
@@ -152,13 +152,30 @@ func (a *action) seen(e *browser.Expected, obs *browser.Observation) (bool, bool
 	return true, false
 }
 
+// result reads the observation the result carries: the page, or for an
+// action answered with a change since a search, the same search while it
+// finds the same document (readScope).
+func (a *action) result() (*browser.Observation, error) {
+	if s := readScopeFrom(a.ctx); s != nil {
+		obs, err := a.look(s.query)
+		if err != nil || obs.DocumentEpoch == s.epoch {
+			return obs, err
+		}
+	}
+	return a.look(nil)
+}
+
 // look observes the page the action is verified in: the main document, or
 // the child frame acted in.
 func (a *action) look(q *browser.Query) (*browser.Observation, error) {
 	if a.req.Frame != nil {
 		return a.r.observeFrame(a.ctx, a.l, a.p, a.prov, a.req.Frame, q)
 	}
-	return a.r.observe(a.ctx, a.l, a.p, q)
+	obs, err := a.r.observe(a.ctx, a.l, a.p, q)
+	if obs != nil {
+		obs.FrameOwners = nil // an observation's, not an action result's
+	}
+	return obs, err
 }
 
 // statePredicate evaluates a state expectation on an element's facts. ok

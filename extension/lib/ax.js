@@ -3,6 +3,7 @@
 import { CodeError, fail, orFail } from './errors.js';
 import { MAX_VALUE_BYTES } from './transport.js';
 import { CONTROL_ROLES, LIMITS, OBSERVE } from './protocol.js';
+import { OWNER_NAMES } from './frames.js';
 
 export const BUDGET = { nodes: 2048, calls: 512, depth: 64, bytes: 1 << 20 };
 const MAX_MATCHES = 128;
@@ -41,8 +42,11 @@ const utf8 = new TextEncoder();
 // accessibility tree although they are drawn (a box of some size), their
 // identity as HIDDEN_IDENTITY (dom.js) reads it, by backend node ID: a
 // person sees and clicks them (Ace's fold widgets, in a gutter hidden
-// from screen readers).
-export async function clickables(send, frameId) {
+// from screen readers). With counts, it also sets counts.frameOwners: the
+// frame owner elements of that document (iframes and the like, shadow
+// trees included; frames.js OWNER_NAMES), so that a page without any
+// needs no frame list (absent when unknown).
+export async function clickables(send, frameId, counts) {
   const out = new Set();
   const hidden = new Map();
   let snap;
@@ -115,6 +119,7 @@ export async function clickables(send, frameId) {
     out.add(id);
     if (drawn.has(i) && ariaHidden(i)) hidden.set(id, hiddenIdentity(attr(i, 'role'), attr(i, 'aria-label'), attr(i, 'title')));
   });
+  if (counts) counts.frameOwners = frameOwners(doc, str);
   return { ids: out, hidden };
 }
 
@@ -152,6 +157,19 @@ async function listenersOf(send, documentId) {
     if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
   }
   return out;
+}
+
+// frameOwners counts a snapshot document's frame owners: the elements
+// frames.js lists as owners (by name), and any element with a content
+// document.
+function frameOwners(doc, str) {
+  const names = doc.nodes?.nodeName ?? [];
+  const content = new Set(doc.nodes?.contentDocumentIndex?.index ?? []);
+  let n = 0;
+  names.forEach((name, i) => {
+    if (OWNER_NAMES.has(str(name)?.toUpperCase()) || content.has(i)) n++;
+  });
+  return n;
 }
 
 // A Reader holds one read's budgets and its output.
@@ -271,11 +289,15 @@ class Reader {
 // backendNodeId) with getRootAXNode / getPartialAXTree / getChildAXNodes,
 // walking through ignored nodes without returning them. clickFrame is the
 // frame whose document's clickable elements are marked (clickables).
+// A read of a whole document that marks clickable elements also says how
+// many frame owners it holds (frameOwners, when the snapshot told).
 export async function read(send, page, backendNodeId, frameId, clickFrame = frameId) {
-  const r = new Reader(send, page);
+  const whole = backendNodeId === undefined && clickFrame !== undefined;
+  const r = new Reader(send, page, BUDGET.calls, whole ? FRAME_OWNERS_BYTES : 0);
   // The clickable elements and the document's size are asked at once.
+  const counts = {};
   const [clickable, bulk] = await Promise.all([
-    clickFrame !== undefined ? clickables((m, p) => r.call(m, p), clickFrame) : undefined,
+    clickFrame !== undefined ? clickables((m, p) => r.call(m, p), clickFrame, counts) : undefined,
     backendNodeId === undefined ? small(r) : false,
   ]);
   if (clickable) r.clickable = clickable.ids;
@@ -288,8 +310,13 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
     r.hidden = clickable.hidden;
     r.addHidden();
   }
-  return r.result();
+  const out = r.result();
+  if (whole && counts.frameOwners !== undefined) out.frameOwners = counts.frameOwners;
+  return out;
 }
+
+// FRAME_OWNERS_BYTES is what frameOwners adds to a read's JSON at most.
+const FRAME_OWNERS_BYTES = ',"frameOwners":'.length + 16;
 
 // Kept counts what the broker's projection (browser/runtime/observe.go)
 // keeps of a read, as it counts, so that a read stops once the projection

@@ -35,7 +35,7 @@ export function spread(filter) {
 }
 
 // Elements that can show another document or a plugin.
-const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCEDFRAME', 'PORTAL']);
+export const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCEDFRAME', 'PORTAL']);
 
 // topology reads the tab's frames. describe: look up the frame ID of owners
 // whose document we cannot see (one DOM.describeNode each), for an inventory

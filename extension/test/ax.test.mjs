@@ -318,6 +318,30 @@ test('a read marks the elements clickable by the page\'s own doing, from one DOM
   const again = await t.read();
   assert.equal(again.ok, true);
   assert.equal(again.value.nodes.filter((n) => n.props.clickable).length, 0);
+  assert.equal(again.value.frameOwners, undefined, 'a failed snapshot cannot tell');
+});
+
+test('a whole read counts the frame owners of its document from the same snapshot', async () => {
+  const t = await granted();
+  serve(t, [node('1', 'RootWebArea', 'A', { backendDOMNodeId: 1 })]);
+  const strings = ['F1', 'C9', '#document', 'HTML', 'iframe', 'EMBED', 'DIV', 'IFRAME'];
+  // The main document: two owners by name (an XHTML one in lower case), and
+  // a DIV that holds a content document all the same; a child frame's own
+  // IFRAME is not the main document's.
+  const main = { frameId: 0, nodes: { backendNodeId: [1, 2, 3, 4, 5], parentIndex: [-1, 0, 1, 1, 1], nodeType: [9, 1, 1, 1, 1],
+    nodeName: [2, 3, 4, 5, 6], contentDocumentIndex: { index: [2, 4], value: [1, 1] } } };
+  const child = { frameId: 1, nodes: { backendNodeId: [6, 7], parentIndex: [-1, 0], nodeType: [9, 1], nodeName: [2, 7] } };
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ strings, documents: [main, child] }));
+  const r = await t.read();
+  assert.equal(r.value.frameOwners, 3);
+  assert.equal(t.calls('DOMSnapshot.captureSnapshot'), 1);
+  // No owner at all: 0, which tells the broker not to list frames.
+  main.nodes = { backendNodeId: [1, 2], parentIndex: [-1, 0], nodeType: [9, 1], nodeName: [2, 6] };
+  assert.equal((await t.read()).value.frameOwners, 0);
+  // A read from an element says nothing of the document's frames.
+  const from = await t.read({ backendNodeId: 1 });
+  assert.equal(from.ok, true);
+  assert.equal(from.value.frameOwners, undefined);
 });
 
 test('a read marks the elements with a press listener of their own, and the items of one that listens for a grab', async () => {

@@ -62,6 +62,9 @@ const N = Number(process.env.DSH_MCPBENCH_N || 15);
 const COLD = Number(process.env.DSH_MCPBENCH_COLD ?? 3);
 const WARMUP = Number(process.env.DSH_MCPBENCH_WARMUP || 2);
 const DUMP = process.env.DSH_MCPBENCH_DUMP;
+// DSH_MCPBENCH_ONLY=broker runs broker mcp alone (no ratios): for
+// iterating on it, never for a table.
+const ONLY_BROKER = process.env.DSH_MCPBENCH_ONLY === 'broker';
 const PLAYWRIGHT_ARGS = (process.env.DSH_MCPBENCH_PLAYWRIGHT_ARGS ?? '').split(' ').filter(Boolean);
 const SETTLE_MS = 250; // after each page load, for every server alike (not timed)
 // Every browser of the benchmark resolves no host name but loopback, as the
@@ -316,7 +319,7 @@ const fmtInt = (x) => (x === undefined ? '–' : Math.round(x).toLocaleString('e
 async function main() {
   const dirs = [];
   const mk = () => { const d = mkdtempSync(join(tmpdir(), 'mcpbench-')); dirs.push(d); return d; };
-  const makers = [() => new Broker(), () => new Playwright(mk()), () => new DevTools(mk())];
+  const makers = [() => new Broker(), () => new Playwright(mk()), () => new DevTools(mk())].slice(0, ONLY_BROKER ? 1 : 3);
   const cold = [];
   for (let i = 0; i < COLD; i++) {
     for (const make of makers) {
