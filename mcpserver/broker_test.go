@@ -285,6 +285,28 @@ func TestWithBroker(t *testing.T) {
 		}
 	})
 
+	t.Run("a page's frames are listed only when it has some", func(t *testing.T) {
+		var calls syncBuffer
+		srv := mcpserver.New(mcpserver.Options{RuntimeDir: s.B.RuntimeDir,
+			Logger: slog.New(slog.NewTextHandler(&calls, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		t.Cleanup(func() { srv.Close() })
+		h := connect(t, srv, true)
+		listed := func(path string) bool {
+			tab, _ := s.Tab(t, s.Pages.URL(path))
+			l := claimTab(h, s, tab)
+			defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
+			before := strings.Count(calls.String(), "method=browser.frames")
+			h.call("browser_observe", map[string]any{"leaseId": l.LeaseID}, false)
+			return strings.Count(calls.String(), "method=browser.frames") > before
+		}
+		if listed("/form") {
+			t.Errorf("broker mcp listed the frames of /form, which has no frame owners")
+		}
+		if !listed("/frames") {
+			t.Errorf("broker mcp did not list the frames of /frames")
+		}
+	})
+
 	t.Run("batch approved through elicitation", func(t *testing.T) {
 		obs, _ := h.call("browser_observe", map[string]any{"leaseId": leaseID}, false)
 		args := map[string]any{"leaseId": leaseID, "documentEpoch": epoch(t, obs), "steps": []any{
@@ -434,4 +456,22 @@ func TestWithBroker(t *testing.T) {
 			t.Fatalf("browser_list after the restart: %s", out)
 		}
 	})
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -329,7 +329,9 @@ func (s *Server) call(ctx context.Context, ss *mcp.ServerSession, timeout time.D
 func (s *Server) callOn(ctx context.Context, c *client.Client, timeout time.Duration, method string, params, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	start := time.Now()
 	raw, err := c.Call(ctx, method, params)
+	s.log.Debug("broker call", "method", method, "ms", time.Since(start).Milliseconds())
 	if err != nil {
 		s.log.Debug("broker refused", "method", method, "err", err)
 		return toolError(method, err)
