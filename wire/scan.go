@@ -85,15 +85,7 @@ func splitObjectInto(data []byte, obj object) error {
 // key of the grammar) is sliced; anything else goes through encoding/json,
 // which coerces invalid UTF-8 to U+FFFD as a map decode would.
 func unquote(raw []byte) (string, error) {
-	inner := raw[1 : len(raw)-1]
-	plain := true
-	for _, c := range inner {
-		if c == '\\' || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	if inner := raw[1 : len(raw)-1]; plain(inner) {
 		if k, ok := keys[string(inner)]; ok {
 			return k, nil // the grammar's own keys: no allocation
 		}
@@ -104,6 +96,17 @@ func unquote(raw []byte) (string, error) {
 		return "", errSyntax
 	}
 	return s, nil
+}
+
+// plain reports whether a JSON string's text is printable ASCII without
+// escapes or quotes: its bytes are its value.
+func plain(inner []byte) bool {
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // keys are the member names of the envelope and hello grammar, interned.
@@ -518,6 +521,19 @@ func String(raw []byte) (string, error) {
 		return "", errSyntax
 	}
 	return unquote(raw)
+}
+
+// AppendUnquoted appends the value of the JSON string raw to b, decoded
+// as String decodes it; plain ASCII without escapes is copied as it is.
+func AppendUnquoted(b, raw []byte) ([]byte, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plain(raw[1:len(raw)-1]) {
+		return append(b, raw[1:len(raw)-1]...), nil
+	}
+	s, err := String(raw)
+	if err != nil {
+		return b, err
+	}
+	return append(b, s...), nil
 }
 
 // AppendString appends s to b as a JSON string, escaped as encoding/json

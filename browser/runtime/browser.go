@@ -160,16 +160,16 @@ func httpURL(raw string) (*url.URL, bool) {
 // allowed origin; the origin is spelled out only when an allowlist needs
 // it.
 func (r *Runtime) allowedURL(raw string) bool {
-	if r.cfg.Personal || len(r.cfg.AllowOrigins) == 0 {
-		_, ok := httpURL(raw)
-		return ok
-	}
-	origin, ok := httpOrigin(raw)
-	return ok && r.allowedOrigin(origin)
+	u, ok := httpURL(raw)
+	return ok && (r.anyOrigin() || r.allowedOrigin(u.Scheme+"://"+u.Host))
 }
 
+// anyOrigin reports whether every origin is allowed: in personal mode, or
+// with no allowlist.
+func (r *Runtime) anyOrigin() bool { return r.cfg.Personal || len(r.cfg.AllowOrigins) == 0 }
+
 func (r *Runtime) allowedOrigin(origin string) bool {
-	if r.cfg.Personal || len(r.cfg.AllowOrigins) == 0 {
+	if r.anyOrigin() {
 		return true
 	}
 	for _, o := range r.cfg.AllowOrigins {

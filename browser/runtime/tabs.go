@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/wire"
@@ -96,8 +95,8 @@ func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
 		for _, v := range values {
 			if v != nil {
 				var perr error
-				if text, perr = appendUnquoted(text, v); perr != nil && err == nil {
-					err = perr
+				if text, perr = wire.AppendUnquoted(text, v); perr != nil && err == nil {
+					err = errNotAString
 				}
 			}
 			ends = append(ends, len(text))
@@ -119,28 +118,6 @@ func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
 		tabs[i] = browser.TabSummary{ID: field(4 * i), InstanceID: field(4*i + 1), URL: field(4*i + 2), Title: field(4*i + 3)}
 	}
 	return tabs, nil
-}
-
-// appendUnquoted appends the text of the JSON string value to b: its bytes
-// as they are when it is plain ASCII without escapes, else as wire.String
-// decodes it.
-func appendUnquoted(b, value []byte) ([]byte, error) {
-	inner := value[1 : len(value)-1]
-	plain := true
-	for _, c := range inner {
-		if c == '\\' || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return append(b, inner...), nil
-	}
-	s, err := wire.String(value)
-	if err != nil {
-		return b, errNotAString
-	}
-	return append(b, s...), nil
 }
 
 // tabList is browser.tabs's value. Its JSON is json.Marshal's of

@@ -408,25 +408,14 @@ func (db *DB) SetConnectionCredential(ctx context.Context, appID, slot, field, v
 // CredentialFields reports which of a connection's fields have a value
 // stored, without reading any value.
 func (db *DB) CredentialFields(ctx context.Context, appID, slot string) (map[string]bool, error) {
-	out := map[string]bool{}
 	prefix := conn.SlotKeyPrefix(appID, slot)
-	err := db.with(func(c *sql.Conn) error {
-		rows, err := c.QueryContext(ctx, `SELECT key FROM snug_secrets WHERE substr(key, 1, length(?1)) = ?1`, prefix)
-		if err != nil {
-			return err
+	keys, err := db.SecretKeys(ctx, prefix)
+	out := map[string]bool{}
+	for _, k := range keys {
+		if f := strings.TrimPrefix(k, prefix); f != conn.StateField {
+			out[f] = true
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				return err
-			}
-			if f := strings.TrimPrefix(k, prefix); f != conn.StateField {
-				out[f] = true
-			}
-		}
-		return rows.Err()
-	})
+	}
 	return out, err
 }
 
