@@ -1,7 +1,8 @@
 // Package mcpbench puts `broker mcp` side by side with the MCP servers a user
 // would otherwise install, @playwright/mcp and chrome-devtools-mcp (at the
 // versions pinned in package.json), on the same test pages (/form,
-// /counter, /swagger and the 2,000-element /big) and the same Chromium
+// /counter, /swagger, the 2,000-element /big and /blankframes, whose
+// button is inside a same-origin iframe) and the same Chromium
 // binary: snapshots, clicks with and without an expectation, the bytes a
 // model reads, and cold starts. bench.mjs beside this file does the
 // measuring; this test starts the whole product for it and prints its
