@@ -21,11 +21,14 @@
 //	{"v":1,"rec":"end","id":7,"at":1767225600040,"outcome":"succeeded","dispatch":"observed"}
 //	{"v":1,"rec":"interrupted","id":8,"at":1767225700000}
 //
-// Times are Unix milliseconds. A begin record is written and synced
-// (fdatasync) before the runtime records the action's intent in the
-// journal, so the log always knows at least what the journal knows: an
-// action the journal holds as reserved (it may have happened) is in the log
-// too. Concurrent begins share one sync, as the journal's reservations do.
+// Times are Unix milliseconds. A begin record is written before the
+// runtime records the action's intent in the journal, and synced
+// (fdatasync) while the journal syncs the intent ([Log.BeginSyncing]): the
+// action is dispatched only once both are on disk, so every action that
+// may have happened is in the log, for one sync's time. (A crash of the
+// machine between the two syncs can leave an intent the journal holds as
+// reserved, never dispatched, without its begin in the log.) Concurrent
+// begins share one sync, as the journal's reservations do.
 // The begin of an action the journal will not hold (its fence is in memory
 // only) is written without waiting for a sync ([Log.BeginUnsynced]): it
 // outlives a crash of the broker, and only a crash of the machine, which

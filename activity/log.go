@@ -315,10 +315,27 @@ func (l *Log) syncThrough(n uint64) {
 
 // Begin records that an agent asked for an action, durably (the record is
 // synced before Begin returns), and returns the entry's ID for [Log.End].
-// Call it before the action's intent is recorded in the journal. On an
-// unavailable log the entry is kept in memory only.
+// On an unavailable log the entry is kept in memory only.
 func (l *Log) Begin(a Action) uint64 {
-	return l.begin(a, true)
+	id, n := l.begin(a)
+	l.syncThrough(n)
+	return id
+}
+
+// BeginSyncing is Begin for an action whose intent the caller is about to
+// sync elsewhere (the journal's): it returns once the record is written,
+// with a channel closed once the record is synced (or the log became
+// unavailable), so that the two syncs overlap. The caller waits for the
+// channel before it dispatches the action: every action that may have
+// happened is then in the log on disk.
+func (l *Log) BeginSyncing(a Action) (uint64, <-chan struct{}) {
+	id, n := l.begin(a)
+	synced := make(chan struct{})
+	go func() {
+		l.syncThrough(n)
+		close(synced)
+	}()
+	return id, synced
 }
 
 // BeginUnsynced is Begin for an action the journal will not hold (its
@@ -327,16 +344,19 @@ func (l *Log) Begin(a Action) uint64 {
 // machine may lose it, as it loses the fence. The next sync, or the
 // file's writeback, takes it to disk.
 func (l *Log) BeginUnsynced(a Action) uint64 {
-	return l.begin(a, false)
+	id, _ := l.begin(a)
+	return id
 }
 
-func (l *Log) begin(a Action, sync bool) uint64 {
+// begin writes an entry's begin record and returns its ID and its place
+// in the file's records, for syncThrough.
+func (l *Log) begin(a Action) (id, n uint64) {
 	l.mu.Lock()
-	id := l.nextID
+	id = l.nextID
 	l.nextID++
 	r := beginRecord(id, l.opts.Now(), a)
 	l.append(r)
-	n := l.written
+	n = l.written
 	e := entryOf(r)
 	l.rev++
 	e.Rev = l.rev
@@ -344,11 +364,8 @@ func (l *Log) begin(a Action, sync bool) uint64 {
 	l.byID[id] = e
 	l.bound()
 	l.mu.Unlock()
-	if sync {
-		l.syncThrough(n)
-	}
 	l.opts.OnChange()
-	return id
+	return id, n
 }
 
 // End records an action's outcome: outcome succeeded, failed, cancelled or

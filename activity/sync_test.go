@@ -123,3 +123,46 @@ func TestConcurrentWritersAndRewrites(t *testing.T) {
 		t.Fatalf("reopened: %+v", st)
 	}
 }
+
+// TestBeginSyncing: BeginSyncing returns once its record is written, while
+// the disk is still busy, and its channel closes only once a sync that
+// started after the write is done, so that a caller's own sync (the
+// journal's) runs beside it.
+func TestBeginSyncing(t *testing.T) {
+	l, path := mustLog(t, activity.Options{})
+	l.Begin(fill("first", 1))
+	syncs0, written0 := activity.Syncs(l)
+	release := activity.HoldSync(l)
+	returned := make(chan (<-chan struct{}))
+	go func() {
+		_, synced := l.BeginSyncing(fill("durable", 2))
+		returned <- synced
+	}()
+	var synced <-chan struct{}
+	select {
+	case synced = <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("BeginSyncing waits for the sync in progress")
+	}
+	if _, w := activity.Syncs(l); w != written0+1 {
+		t.Fatalf("BeginSyncing returned with %d records written, want %d", w, written0+1)
+	}
+	entries, _, err := activity.ReadFile(path)
+	if err != nil || len(entries) != 2 || entries[1].State != activity.StateRunning {
+		t.Fatalf("the file holds %+v (%v), want the new begin written", entries, err)
+	}
+	select {
+	case <-synced:
+		t.Fatal("the channel closed before the record was synced")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-synced:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the channel never closed after the sync")
+	}
+	if s, _ := activity.Syncs(l); s-syncs0 != 1 {
+		t.Fatalf("BeginSyncing took %d syncs, want 1", s-syncs0)
+	}
+}

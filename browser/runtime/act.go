@@ -158,12 +158,14 @@ func (r *Runtime) run(ctx context.Context, owner lease.Owner, req browser.Action
 		return nil, err
 	}
 	g := loggedFrom(ctx)
-	g.begin(l, p, req) // before the intent: the log knows what the journal knows
-	if res := reserve(); res != nil {
+	g.begin(l, p, req) // before the intent, synced beside it
+	res := reserve()
+	g.wait() // every action that may happen is in the log on disk
+	if res != nil {
 		g.end(res)
 		return res, nil
 	}
-	res := r.perform(ctx, l, p, prov, req, timeout)
+	res = r.perform(ctx, l, p, prov, req, timeout)
 	settle(res)
 	g.end(res)
 	return res, nil

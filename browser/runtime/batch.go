@@ -198,6 +198,7 @@ func (b *batch) step(ctx context.Context, l *lease.Lease, p *page, prov Provider
 	if answer := r.reserve(key, sha256.Sum256(payload), st.Action.Kind, child.RequestID); answer != nil {
 		return answer
 	}
+	g.wait() // the log's begin, synced beside the intent
 	res = r.performHeld(sctx, l, p, prov, child, res)
 	r.settle(key, res)
 	return res

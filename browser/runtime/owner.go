@@ -18,8 +18,8 @@ import (
 
 // ActivityLog is the owner's activity log (package activity).
 type ActivityLog interface {
-	Begin(activity.Action) uint64         // synced: before a journal intent
-	BeginUnsynced(activity.Action) uint64 // an action fenced in memory only
+	BeginSyncing(activity.Action) (uint64, <-chan struct{}) // synced beside a journal intent
+	BeginUnsynced(activity.Action) uint64                   // an action fenced in memory only
 	End(id uint64, outcome, dispatch, code string) error
 }
 
@@ -72,8 +72,9 @@ type logged struct {
 	log     ActivityLog
 	warn    *slog.Logger
 	act     activity.Action
-	durable bool   // the journal will hold the action's intent
-	id      uint64 // set by begin
+	durable bool            // the journal will hold the action's intent
+	id      uint64          // set by begin
+	synced  <-chan struct{} // closed once the begin record is on disk
 }
 
 // logAction prepares the entry of an action client c asked for: step is a
@@ -92,10 +93,12 @@ func (r *Runtime) logAction(c Client, a browser.Action, step int, durable bool) 
 
 // begin records the action on its lease's tab and the page's origin, with
 // its target's role and name as the client observed them. Call it once the
-// lease is known to be live and before the action's intent is journaled:
-// a durable action's entry is on disk before its intent, so the log knows
-// what the journal knows; an action fenced in memory does not wait for the
-// disk (after a crash of the machine neither is known).
+// lease is known to be live and before the action's intent is journaled,
+// and wait before dispatching: a durable action's entry is synced while
+// the journal syncs its intent (one disk sync's time for both), and the
+// action waits for both, so every action that may have happened is in the
+// log; an action fenced in memory does not wait for the disk (after a
+// crash of the machine neither is known).
 func (g *logged) begin(l *lease.Lease, p *page, req browser.ActionRequest) {
 	if g == nil {
 		return
@@ -105,9 +108,17 @@ func (g *logged) begin(l *lease.Lease, p *page, req browser.ActionRequest) {
 		g.act.Role, g.act.Name = t.Role, t.Name
 	}
 	if g.durable {
-		g.id = g.log.Begin(g.act)
+		g.id, g.synced = g.log.BeginSyncing(g.act)
 	} else {
 		g.id = g.log.BeginUnsynced(g.act)
+	}
+}
+
+// wait returns once the entry's begin record is on disk (at once for an
+// action fenced in memory).
+func (g *logged) wait() {
+	if g != nil && g.synced != nil {
+		<-g.synced
 	}
 }
 
