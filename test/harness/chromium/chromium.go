@@ -32,7 +32,6 @@ package chromium
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -337,13 +336,18 @@ func (b *Browser) Kill() {
 }
 
 // Close shuts the browser down: it detaches the helpers' sessions, sends
-// Browser.close over a fresh connection, waits up to 10 s for the exit, then
+// Browser.close over a fresh connection, waits up to closeWait for the exit, then
 // kills what is left of the process group. It is safe to call more than once
 // and after Kill. It reports an error if the browser did not close by itself.
 func (b *Browser) Close() error {
 	b.closeOnce.Do(func() { b.closeErr = b.close() })
 	return b.closeErr
 }
+
+// closeWait is how long Close waits for the browser to exit by itself. A
+// browser that closes its profile on a machine whose cores are all busy
+// (CI runs several suites of Chromium at once) has taken more than 10 s.
+const closeWait = 30 * time.Second
 
 func (b *Browser) close() error {
 	b.mu.Lock()
@@ -370,7 +374,7 @@ func (b *Browser) close() error {
 	if b.wsURL == "" {
 		return nil // never connected; the deferred kill is all there is
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 	defer cancel()
 	err := sendBrowserClose(ctx, b.wsURL)
 	if err != nil {
@@ -385,7 +389,7 @@ func (b *Browser) close() error {
 	case <-b.exited:
 		return nil
 	case <-ctx.Done():
-		return errors.New("the browser did not exit within 10s of Browser.close")
+		return fmt.Errorf("the browser did not exit within %v of Browser.close", closeWait)
 	}
 }
 
