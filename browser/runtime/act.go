@@ -53,7 +53,7 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 	}
 	ctx = withLogged(ctx, r.logAction(c, req.Action, -1, idt.durable))
 	if req.Since != "" {
-		ctx = withReadScope(ctx, readScopeOf(r.baseline(owner, req.LeaseID, req.Since), req.Action.Expected))
+		ctx = withReadScope(ctx, readScopeOf(r.baseline(owner, req.LeaseID, req.Since)))
 	}
 	var res *browser.ActionResult
 	if idt.durable {
@@ -97,12 +97,11 @@ type readScope struct {
 }
 
 // readScopeOf is the read scope of an action answered with a change since
-// base: nil (the whole page) unless base is a search of the document
-// (no rootRef) and the action expects no text, which only the page's text
-// can show.
-func readScopeOf(base *browser.Observation, e *browser.Expected) *readScope {
-	if base == nil || base.Scope.Kind != "query" || base.Scope.Query == nil || base.Scope.RootRef != "" ||
-		(e != nil && e.Kind == browser.ExpectText) {
+// base: nil (the whole page) unless base is a search of the document (no
+// rootRef). An expected text is then checked with a search for it, the
+// page read only when that cannot decide (action.textShown).
+func readScopeOf(base *browser.Observation) *readScope {
+	if base == nil || base.Scope.Kind != "query" || base.Scope.Query == nil || base.Scope.RootRef != "" {
 		return nil
 	}
 	return &readScope{query: base.Scope.Query, epoch: base.DocumentEpoch}
