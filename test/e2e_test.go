@@ -263,7 +263,7 @@ func TestE2EBigPageBoundedReadAndQuery(t *testing.T) {
 	// The same click on the page loaded again, answered with the change
 	// since the search, as broker mcp asks: the expected text is found by a
 	// search for it, and the answer is the search (its change, or itself
-	// when smaller), under 1 KB: the page answered whole was 7 KB.
+	// when smaller), under 1 KB: the page answered whole was 12.5 KB.
 	s.Act(t, "s", q, l.ID, map[string]any{"kind": "navigate", "url": s.Pages.URL("/big")})
 	raw, _ = s.Call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"role": "button", "name": "Target"}})
 	json.Unmarshal(raw, &q)
