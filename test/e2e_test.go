@@ -260,6 +260,31 @@ func TestE2EBigPageBoundedReadAndQuery(t *testing.T) {
 	if n := chromium.Eval[int](t, s.Browser, target, "window.targetClicks"); n != 1 {
 		t.Fatalf("target clicked %d times, want 1", n)
 	}
+	// The same click on the page loaded again, answered with the change
+	// since the search, as broker mcp asks: the expected text is found by a
+	// search for it, and the answer is the search (its change, or itself
+	// when smaller), under 1 KB: the page answered whole was 12.5 KB.
+	s.Act(t, "s", q, l.ID, map[string]any{"kind": "navigate", "url": s.Pages.URL("/big")})
+	raw, _ = s.Call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"role": "button", "name": "Target"}})
+	json.Unmarshal(raw, &q)
+	raw, err = s.Call(t, "browser.act", map[string]any{"sessionId": "s", "request": map[string]any{
+		"requestId": "since-search", "leaseId": l.ID, "documentEpoch": q.DocumentEpoch, "since": q.Cursor,
+		"action": map[string]any{"kind": "click", "ref": q.Nodes[0].ID, "expected": map[string]any{"kind": "text", "text": "Target clicked"}},
+	}})
+	var since browser.ActionResult
+	json.Unmarshal(raw, &since)
+	scope := ""
+	if since.Change != nil {
+		scope = since.Change.Scope.Kind
+	} else if since.Observation != nil {
+		scope = since.Observation.Scope.Kind // the search whole, when that is smaller than its change
+	}
+	if err != nil || since.Outcome != "succeeded" || scope != "query" || len(raw) > 1024 {
+		t.Fatalf("click since the search (%d B): %s %v", len(raw), raw, err)
+	}
+	if n := chromium.Eval[int](t, s.Browser, target, "window.targetClicks"); n != 1 {
+		t.Fatalf("target clicked %d times on the page loaded again, want 1", n)
+	}
 	// Text that never appears, on a page too big to read whole: the broker
 	// cannot say it is absent, so the click is unverified, not failed.
 	raw, _ = s.Call(t, "browser.observe", map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"role": "button", "name": "Item 1"}})

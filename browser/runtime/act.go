@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
@@ -53,7 +54,7 @@ func (r *Runtime) Act(ctx context.Context, c Client, params json.RawMessage) (an
 	}
 	ctx = withLogged(ctx, r.logAction(c, req.Action, -1, idt.durable))
 	if req.Since != "" {
-		ctx = withReadScope(ctx, readScopeOf(r.baseline(owner, req.LeaseID, req.Since), req.Action.Expected))
+		ctx = withReadScope(ctx, readScopeOf(r.baseline(owner, req.LeaseID, req.Since)))
 	}
 	var res *browser.ActionResult
 	if idt.durable {
@@ -97,12 +98,11 @@ type readScope struct {
 }
 
 // readScopeOf is the read scope of an action answered with a change since
-// base: nil (the whole page) unless base is a search of the document
-// (no rootRef) and the action expects no text, which only the page's text
-// can show.
-func readScopeOf(base *browser.Observation, e *browser.Expected) *readScope {
-	if base == nil || base.Scope.Kind != "query" || base.Scope.Query == nil || base.Scope.RootRef != "" ||
-		(e != nil && e.Kind == browser.ExpectText) {
+// base: nil (the whole page) unless base is a search of the document (no
+// rootRef). An expected text is then checked with a search for it, the
+// page read only when that cannot decide (action.textShown).
+func readScopeOf(base *browser.Observation) *readScope {
+	if base == nil || base.Scope.Kind != "query" || base.Scope.Query == nil || base.Scope.RootRef != "" {
 		return nil
 	}
 	return &readScope{query: base.Scope.Query, epoch: base.DocumentEpoch}
@@ -202,44 +202,58 @@ type quad [8]float64
 // box scrolls the target into view (when scroll is set) and returns its
 // first on-screen box once two samples 32 ms apart agree (stable
 // geometry). An element that is not rendered is NOT_ACTIONABLE.
-func (r *Runtime) box(ctx context.Context, prov Provider, l *lease.Lease, t *target, scroll bool) (quad, error) {
+//
+// probe, when not nil, checks a box: it runs on each sample during the
+// wait after it, so that what the action checks at the box (where its
+// point lands, the hit test) adds no time of its own; box returns its
+// answer (probed) for the box the two samples agree on. The probe of a box
+// that moved is dropped.
+func (r *Runtime) box(ctx context.Context, prov Provider, l *lease.Lease, t *target, scroll bool, probe func(quad) error) (q quad, probed, err error) {
 	call := func(method string, params map[string]any) (json.RawMessage, error) {
 		return callCDP(ctx, prov, l, method, params)
 	}
 	node := map[string]any{"backendNodeId": t.BackendNodeID}
 	if scroll {
 		if _, err := call("DOM.scrollIntoViewIfNeeded", node); err != nil {
-			return quad{}, staleIfGone(err)
+			return quad{}, nil, staleIfGone(err)
 		}
 	}
-	var prev []quad
+	var prev []quad // the last sample, probed
 	for {
 		raw, err := call("DOM.getContentQuads", node)
 		if err != nil {
-			return quad{}, staleIfGone(err)
+			return quad{}, nil, staleIfGone(err)
 		}
-		var q struct {
+		var sample struct {
 			Quads []quad `json:"quads"`
 		}
-		if err := json.Unmarshal(raw, &q); err != nil {
-			return quad{}, providerErr("cdp DOM.getContentQuads", err)
+		if err := json.Unmarshal(raw, &sample); err != nil {
+			return quad{}, nil, providerErr("cdp DOM.getContentQuads", err)
 		}
-		if len(q.Quads) == 0 {
-			return quad{}, wire.Err(wire.CodeNotActionable) // not rendered
+		if len(sample.Quads) == 0 {
+			return quad{}, nil, wire.Err(wire.CodeNotActionable) // not rendered
 		}
-		if quadsEqual(prev, q.Quads) {
-			for _, v := range q.Quads[0] {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return quad{}, wire.Err(wire.CodeNotActionable)
-				}
+		first := sample.Quads[0]
+		finite := !slices.ContainsFunc(first[:], func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) })
+		if quadsEqual(prev, sample.Quads) {
+			if !finite {
+				return quad{}, nil, wire.Err(wire.CodeNotActionable)
 			}
-			return q.Quads[0], nil
+			return first, probed, nil
 		}
-		prev = q.Quads
+		prev = sample.Quads
+		done := make(chan error, 1)
+		if probe != nil && finite {
+			go func() { done <- probe(first) }()
+		} else {
+			done <- nil
+		}
 		select {
 		case <-time.After(32 * time.Millisecond):
+			probed = <-done
 		case <-ctx.Done():
-			return quad{}, wire.Err(wire.CodeDeadlineExceeded)
+			<-done
+			return quad{}, nil, wire.Err(wire.CodeDeadlineExceeded)
 		}
 	}
 }

@@ -644,8 +644,9 @@ func TestNavigateLandsWhereItLands(t *testing.T) {
 // TestActChangeSinceSearch: an action answered with a change since a
 // search (a query observation) is verified by that search, not by reading
 // the page, and its change is one of the search: applied to it, it gives
-// the search now. An expected text, or a click that leaves the document,
-// has the page read whole as before.
+// the search now. An expected text is searched for, the page read only
+// when the search cannot decide; a click that leaves the document has the
+// page read whole as before.
 func TestActChangeSinceSearch(t *testing.T) {
 	t.Parallel()
 	a := newActOn(t, Config{})
@@ -691,14 +692,40 @@ func TestActChangeSinceSearch(t *testing.T) {
 		t.Fatalf("the search after the click: %+v (change %+v)", now, res.Change)
 	}
 
-	// An expected text needs the page's text: the page is read.
-	a.p.page.edit(func(pg *fakePage) { pg.nodes[3].Name = "Greet" })
-	q = search()
-	reads = a.p.count(browser.ProviderAXRead)
-	res = click("text", q, "action", map[string]any{"kind": "click", "ref": ref, "expected": expect("DSH demo")})
-	if res.Outcome != "succeeded" || a.p.count(browser.ProviderAXRead) == reads {
-		t.Fatalf("a click expecting a text since a search: %+v after %d page reads", res, a.p.count(browser.ProviderAXRead)-reads)
+	// An expected text is searched for as a name: a text node of exactly
+	// that text passes without reading the page, and the answer is still
+	// the search's change.
+	textClick := func(id, text string, extra ...any) (browser.ActionResult, int) {
+		t.Helper()
+		a.p.page.edit(func(pg *fakePage) { pg.nodes[3].Name = "Greet" })
+		q := search()
+		reads := a.p.count(browser.ProviderAXRead)
+		action := map[string]any{"kind": "click", "ref": ref, "expected": expect(text)}
+		res := click(id, q, append([]any{"action", action}, extra...)...)
+		if res.Observation != nil && res.Observation.Scope.Kind != "query" || res.Change != nil && res.Change.Scope.Kind != "query" {
+			t.Fatalf("a click expecting %q since a search is answered with another scope: %+v", text, res)
+		}
+		return res, a.p.count(browser.ProviderAXRead) - reads
 	}
+	if res, reads := textClick("text", "DSH demo"); res.Outcome != "succeeded" || reads != 0 {
+		t.Fatalf("a click expecting a text node's text since a search: %+v after %d page reads", res, reads)
+	}
+	// Part of a text, or only a control's name: the page is read and
+	// decides, as it does for a click answered with the page.
+	if res, reads := textClick("part", "DSH"); res.Outcome != "succeeded" || reads != 1 {
+		t.Fatalf("a click expecting part of a text since a search: %+v after %d page reads", res, reads)
+	}
+	if res, reads := textClick("control", "Your name", "timeoutMs", 300); res.Outcome != "failed" || res.Postcondition != "failed" || reads == 0 {
+		t.Fatalf("a click expecting a control's name, on a page read whole: %+v after %d page reads", res, reads)
+	}
+	a.p.page.edit(func(pg *fakePage) { pg.truncated = true })
+	if res, _ := textClick("control-truncated", "Your name"); res.Outcome != "succeeded" {
+		t.Fatalf("a click expecting a control's name, beyond a truncated page: %+v", res)
+	}
+	if res, _ := textClick("absent", "Nowhere", "timeoutMs", 300); res.Outcome != "unknown" || res.Postcondition != "unverified" {
+		t.Fatalf("a click expecting an absent text, on a truncated page: %+v", res)
+	}
+	a.p.page.edit(func(pg *fakePage) { pg.truncated = false })
 
 	// A click that loads another document shows the new page whole.
 	a.p.page.edit(func(pg *fakePage) { pg.nodes[3].Name = "Greet" })

@@ -122,32 +122,42 @@ func (a *action) pointOn(t *target, where landing) (float64, float64, error) {
 // the viewport.
 var errOffTarget = wire.Err(wire.CodeNotActionable)
 
-// land reads t's box once and checks the point where lands on it.
+// land reads t's box once and checks the point where lands on it: during
+// the box's stability wait (box's probe), its answer standing for the box.
 func (a *action) land(t *target, where landing) (float64, float64, error) {
 	if where.scroll && where.nudge != 0 {
 		if err := a.nudge(t, where.nudge); err != nil {
 			return 0, 0, err
 		}
 	}
-	q, err := a.r.box(a.ctx, a.prov, a.l, t, where.scroll && where.nudge == 0)
+	var cover *browser.Cover // what covers the point of the last box probed
+	probe := func(q quad) error {
+		cover = nil
+		x, y, ok := where.at(q)
+		if !ok {
+			return errOffTarget
+		}
+		if where.inView {
+			if in, err := a.inViewport(x, y); err != nil || !in {
+				if err == nil {
+					err = errOffTarget
+				}
+				return err
+			}
+		}
+		var err error
+		cover, err = a.hits(t, x, y)
+		return err
+	}
+	q, probed, err := a.r.box(a.ctx, a.prov, a.l, t, where.scroll && where.nudge == 0, probe)
 	if err != nil {
 		return 0, 0, err
 	}
-	x, y, ok := where.at(q)
-	if !ok {
-		return 0, 0, errOffTarget
+	if probed != nil {
+		a.res.CoveredBy = cover
+		return 0, 0, probed
 	}
-	if where.inView {
-		if in, err := a.inViewport(x, y); err != nil || !in {
-			if err == nil {
-				err = errOffTarget
-			}
-			return 0, 0, err
-		}
-	}
-	if err := a.hits(t, x, y); err != nil {
-		return 0, 0, err
-	}
+	x, y, _ := where.at(q)
 	return x, y, nil
 }
 
@@ -156,7 +166,7 @@ func (a *action) land(t *target, where landing) (float64, float64, error) {
 // taller rectangle, so the box ends a quarter of the way from the top or
 // the bottom.
 func (a *action) nudge(t *target, dir int) error {
-	q, err := a.r.box(a.ctx, a.prov, a.l, t, false)
+	q, _, err := a.r.box(a.ctx, a.prov, a.l, t, false, nil)
 	if err != nil {
 		return err
 	}
@@ -201,12 +211,12 @@ func (a *action) inViewport(x, y float64) (bool, error) {
 }
 
 // hits checks with dom.hit that an input at (x, y) would reach t. When it
-// would not, it names what covers the point in the result and answers
-// NOT_ACTIONABLE. A provider without dom.hit.v1 is not asked: its own
+// would not, it answers NOT_ACTIONABLE and what covers the point, for the
+// result to name. A provider without dom.hit.v1 is not asked: its own
 // check at dispatch decides.
-func (a *action) hits(t *target, x, y float64) error {
+func (a *action) hits(t *target, x, y float64) (*browser.Cover, error) {
 	if !a.prov.Capable(browser.CapDOMHit) {
-		return nil
+		return nil, nil
 	}
 	req := hitRequest{DocumentEpoch: a.req.DocumentEpoch, BackendNodeID: t.BackendNodeID, X: x, Y: y}
 	if a.frame != nil {
@@ -214,13 +224,12 @@ func (a *action) hits(t *target, x, y float64) error {
 	}
 	h, err := callDOMHit(a.ctx, a.prov, a.l, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if slices.Contains(acceptedHits, h.Relation) {
-		return nil
+		return nil, nil
 	}
-	a.res.CoveredBy = a.cover(h.Cover)
-	return wire.Err(wire.CodeNotActionable)
+	return a.cover(h.Cover), wire.Err(wire.CodeNotActionable)
 }
 
 // cover describes what covers a target, for the agent to deal with it: an

@@ -326,3 +326,63 @@ func sameJSON(a, b any) bool {
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
 }
+
+// steps lists the provider calls made since call number from, a cdp call
+// by its CDP method.
+func steps(p *fakeProvider, from int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, c := range p.calls[from:] {
+		if cp, ok := c.Params.(*cdpParams); ok {
+			out = append(out, cp.Method)
+		} else {
+			out = append(out, c.Method)
+		}
+	}
+	return out
+}
+
+// TestHitDuringTheStabilityWait: the hit test of a click runs in the wait
+// between the two samples of the target's box, not after it, and its
+// answer stands for the box they agree on; the answer for a box that moved
+// is dropped.
+func TestHitDuringTheStabilityWait(t *testing.T) {
+	t.Parallel()
+	moved := quad{10, 60, 110, 60, 110, 90, 10, 90} // the box before it settles at quadOf
+	a := withHit(t, func(req hitRequest) hitFacts {
+		if req.Y == 75 { // the centre of moved: something else is there
+			return hitFacts{Relation: "outside", Cover: &coverFacts{Tag: "div"}}
+		}
+		return hitFacts{Relation: "target"}
+	})
+	a.p.mu.Lock()
+	cdp := a.p.script[browser.ProviderCDP].answer
+	a.p.mu.Unlock()
+	samples := 0
+	a.p.on(browser.ProviderCDP, func(params any) (any, error) {
+		if params.(*cdpParams).Method == "DOM.getContentQuads" {
+			if samples++; samples == 1 {
+				return map[string]any{"quads": []quad{moved}}, nil
+			}
+		}
+		return cdp(params)
+	})
+	from := len(a.p.methods())
+	res := a.act("s", a.request("settles", map[string]any{"kind": "click", "ref": a.ref("button", "Greet")}))
+	if res.Dispatch != "observed" || res.CoveredBy != nil {
+		t.Fatalf("a click on a box that settled: %+v", res)
+	}
+	if c := lastCommand(t, a.p, browser.ProviderInputClick); *c.X != 60 || *c.Y != 25 {
+		t.Fatalf("clicked at (%v, %v), want the centre of the settled box", *c.X, *c.Y)
+	}
+	got := steps(a.p, from)
+	got = got[slices.Index(got, "DOM.scrollIntoViewIfNeeded"):slices.Index(got, browser.ProviderInputClick)]
+	want := []string{"DOM.scrollIntoViewIfNeeded",
+		"DOM.getContentQuads", browser.ProviderDOMHit, // moved: its answer dropped
+		"DOM.getContentQuads", browser.ProviderDOMHit, // settled: probed in the wait
+		"DOM.getContentQuads"} // the same: stable
+	if !slices.Equal(got, want) {
+		t.Fatalf("calls before the click:\n%v\nwant\n%v", got, want)
+	}
+}

@@ -70,7 +70,10 @@ func (a *action) verify(holds check) *browser.ActionResult {
 			return res
 		}
 		if ok {
-			if ok, shown = a.seen(e, obs); ok {
+			if ok, shown, err = a.seen(e, obs); err != nil {
+				return end(err)
+			}
+			if ok {
 				if ok, shown, err = a.conditions(holds, e); err != nil {
 					return end(err)
 				}
@@ -136,20 +139,55 @@ func (a *action) conditions(holds check, e *browser.Expected) (bool, bool, error
 }
 
 // seen checks the expectation against the observation: its text, or its URL.
-func (a *action) seen(e *browser.Expected, obs *browser.Observation) (bool, bool) {
+func (a *action) seen(e *browser.Expected, obs *browser.Observation) (ok, definitive bool, err error) {
 	if e == nil {
-		return true, false
+		return true, false, nil
 	}
 	switch e.Kind {
 	case browser.ExpectText:
-		if containsText(obs.Text, e.Text) || (obs.Truncated && named(a.look, e.Text)) {
-			return true, false
+		if obs.Scope.Kind == "query" {
+			return a.textShown(e.Text)
 		}
-		return false, !obs.Truncated
+		ok, definitive = textIn(obs, e.Text, func() []browser.NodeRef { return a.named(e.Text) })
+		return ok, definitive, nil
 	case browser.ExpectURL:
-		return obs.URL == e.URL, true
+		return obs.URL == e.URL, true, nil
 	}
-	return true, false
+	return true, false, nil
+}
+
+// textIn checks an expected text against an observation of the page (or
+// of the frame acted in): in its text fragments, or, beyond a truncated
+// one, as the exact name of an element (named, asked only then). definitive
+// is false when the text could be past the observation's budgets.
+func textIn(obs *browser.Observation, text string, named func() []browser.NodeRef) (ok, definitive bool) {
+	if containsText(obs.Text, text) || (obs.Truncated && len(named()) > 0) {
+		return true, false
+	}
+	return false, !obs.Truncated
+}
+
+// textShown checks an expected text for an action answered with a search
+// (readScope), whose result holds no text: with the bounded search for the
+// text as an exact name first, and the page read only when that cannot
+// decide. A text node of exactly that text decides: the page's observation
+// would show it among its fragments, or be truncated and accept the name.
+// Else the page is read and the text checked as textIn does, the search
+// already made standing for its names: the same answer as reading the page
+// first, without a read of the whole page when the text is on it.
+func (a *action) textShown(text string) (ok, definitive bool, err error) {
+	matches := a.named(text)
+	for _, n := range matches {
+		if n.Role == "StaticText" {
+			return true, false, nil
+		}
+	}
+	page, err := a.look(nil)
+	if err != nil {
+		return false, false, err
+	}
+	ok, definitive = textIn(page, text, func() []browser.NodeRef { return matches })
+	return ok, definitive, nil
 }
 
 // result reads the observation the result carries: the page, or for an
@@ -215,16 +253,20 @@ func statePredicate(state string, f *domFacts) (matched, ok bool) {
 	return false, false
 }
 
-// named looks for the expected text beyond a truncated observation: an
-// element whose accessible name is exactly that text (a bounded, literal
-// search, like a query observation).
-func named(look func(*browser.Query) (*browser.Observation, error), text string) bool {
+// named searches for an expected text as the exact accessible name of an
+// element or a text node (a bounded, literal search, like a query
+// observation) and returns the matches; none when the text cannot be a
+// name or the search fails.
+func (a *action) named(text string) []browser.NodeRef {
 	name := collapse(text)
 	if !bounded(name, 1, browser.MaxNameLength) {
-		return false
+		return nil
 	}
-	q, err := look(&browser.Query{Name: name})
-	return err == nil && len(q.Nodes) > 0
+	q, err := a.look(&browser.Query{Name: name})
+	if err != nil {
+		return nil
+	}
+	return q.Nodes
 }
 
 func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -599,16 +599,32 @@ class Walk {
   }
 }
 
+const FIND_GROUP = 'dsh-find';
+
 // find is a literal, case-sensitive search by accessible name (and role),
 // in the document or under the element of backend node root.
 export async function find(send, page, name, role, { hidden = false, frameId, root } = {}) {
   if (hidden) return findByWalk(send, page, name, role, frameId, root);
   const r = new Reader(send, page);
-  let backendNodeId = root;
-  if (backendNodeId === undefined) ({ root: { backendNodeId } } = await r.call('DOM.getDocument', { depth: 0 }));
-  const params = { backendNodeId, accessibleName: name };
+  const params = { accessibleName: name };
   if (role !== undefined) params.role = role;
-  const { nodes } = await r.call('Accessibility.queryAXTree', params);
+  let nodes;
+  if (root !== undefined) {
+    ({ nodes } = await r.call('Accessibility.queryAXTree', { ...params, backendNodeId: root }));
+  } else {
+    // The document as an object, not by DOM.getDocument: that would bind
+    // the document to the DOM agent anew, and the next DOM.getNodeForLocation
+    // (the hit test of every pointer input) would then push the path to the
+    // node it hits, with every sibling on the way (thousands on a long
+    // page), to this session. document is unforgeable: a page cannot
+    // shadow it in the main world.
+    const { result } = await r.call('Runtime.evaluate', { expression: 'document', objectGroup: FIND_GROUP });
+    try {
+      ({ nodes } = await r.call('Accessibility.queryAXTree', { ...params, objectId: result.objectId }));
+    } finally {
+      r.send('Runtime.releaseObjectGroup', { objectGroup: FIND_GROUP }).catch(() => {});
+    }
+  }
   const matches = (nodes ?? []).filter((n) => !n.ignored);
   if (matches.length > MAX_MATCHES) r.truncated = true;
   for (const n of matches.slice(0, MAX_MATCHES)) {

@@ -270,11 +270,18 @@ export async function callOn(gate, send, frame, backendNodeId, fn, args = []) {
       if (worlds.size >= 16) worlds.clear();
       worlds.set(key, contextId);
     }
-    let id = backendNodeId;
-    if (id === undefined) ({ root: { backendNodeId: id } } = await orFail(send('DOM.getDocument', { depth: 0 }), 'STALE_TARGET'));
     let objectId;
     try {
-      ({ object: { objectId } } = await send('DOM.resolveNode', { backendNodeId: id, executionContextId: contextId, objectGroup: WORLD }));
+      // The document is evaluated in the world, not read with
+      // DOM.getDocument, which would bind it to the DOM agent anew (see
+      // ax.js find).
+      if (backendNodeId === undefined) {
+        const { result, exceptionDetails } = await send('Runtime.evaluate', { expression: 'document', contextId, objectGroup: WORLD });
+        if (exceptionDetails || !result?.objectId) throw new Error('no document');
+        objectId = result.objectId;
+      } else {
+        ({ object: { objectId } } = await send('DOM.resolveNode', { backendNodeId, executionContextId: contextId, objectGroup: WORLD }));
+      }
     } catch (e) {
       if (e instanceof CodeError) throw e;
       worlds.delete(key); // the world went with its document, or the node is gone

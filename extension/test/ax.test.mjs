@@ -96,7 +96,7 @@ test('password values and their inner text are never returned', async () => {
   const nodes = (await t.read()).value.nodes;
   assert.deepEqual(nodes.map((n) => [n.name, n.value]), [['A', undefined], ['Password', undefined], ['Name', 'Ada'], ['Notes', 'long']]);
   assert.equal(t.calls('DOM.describeNode'), 2); // not for the multi-line field
-  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { nodeId: 1, backendNodeId: 11 } }));
+  t.chrome.cdp.set('Runtime.evaluate', ({ expression }) => ({ result: { type: 'object', objectId: expression === 'document' ? 'doc' : '?' } }));
   t.chrome.cdp.set('Accessibility.queryAXTree', () => ({ nodes: [node('2', 'textbox', 'Password', { backendDOMNodeId: 20, value: { value: 'hunter2' }, properties: editable(false) })] }));
   const found = (await t.find({ name: 'Password' })).value.nodes;
   assert.deepEqual(found.map((n) => [n.name, n.value]), [['Password', undefined]]);
@@ -157,11 +157,16 @@ test('the node JSON budget keeps the whole value under the reply cap', async () 
 
 test('a find is a literal queryAXTree search returning at most 128 non-ignored matches', async () => {
   const t = await granted();
-  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { nodeId: 1, backendNodeId: 11 } }));
+  t.chrome.cdp.set('Runtime.evaluate', ({ expression }) => ({ result: { type: 'object', objectId: expression === 'document' ? 'doc' : '?' } }));
   const matches = Array.from({ length: 200 }, (_, i) => node(`m${i}`, 'button', 'Go', { ignored: i % 2 === 1, parentId: 'p' }));
   t.chrome.cdp.set('Accessibility.queryAXTree', () => ({ nodes: matches }));
   const r = (await t.find({ name: 'Go', role: 'button' })).value;
-  assert.deepEqual(t.chrome.commands.find((c) => c.method === 'Accessibility.queryAXTree').params, { backendNodeId: 11, accessibleName: 'Go', role: 'button' });
+  // From the document as an object: DOM.getDocument would bind it to the
+  // DOM agent, and the next hit test would push its node path to the
+  // session, every sibling on the way (hundreds of ms on a long page).
+  assert.deepEqual(t.chrome.commands.find((c) => c.method === 'Accessibility.queryAXTree').params, { objectId: 'doc', accessibleName: 'Go', role: 'button' });
+  assert.equal(t.calls('DOM.getDocument'), 0);
+  assert.ok(t.chrome.commands.some((c) => c.method === 'Runtime.releaseObjectGroup' && c.params.objectGroup === 'dsh-find'));
   assert.equal(r.nodes.length, 100);
   assert.equal(r.truncated, false);
   assert.deepEqual(r.nodes[0], { axId: 'm0', parentAxId: 'p', role: 'button', name: 'Go', ignored: false, props: {} });
@@ -172,7 +177,7 @@ test('a find is a literal queryAXTree search returning at most 128 non-ignored m
   assert.equal((await t.find({ name: '' })).code, 'INVALID_REQUEST');
   // Under a root (rootRef): queryAXTree from that element.
   await t.find({ name: 'Go', backendNodeId: 77 });
-  assert.deepEqual(t.chrome.commands.findLast((c) => c.method === 'Accessibility.queryAXTree').params, { backendNodeId: 77, accessibleName: 'Go' });
+  assert.deepEqual(t.chrome.commands.findLast((c) => c.method === 'Accessibility.queryAXTree').params, { accessibleName: 'Go', backendNodeId: 77 });
 });
 
 test('a read that spans a navigation is labelled with no document: it is read again, then refused', async () => {
@@ -215,7 +220,7 @@ test('a find on a tab that is not shown walks instead of asking queryAXTree, whi
   assert.equal(t.calls('Accessibility.queryAXTree'), 0);
   // Shown again: queryAXTree is asked.
   t.chrome.tabs_.get(1).active = true;
-  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { nodeId: 1, backendNodeId: 11 } }));
+  t.chrome.cdp.set('Runtime.evaluate', ({ expression }) => ({ result: { type: 'object', objectId: expression === 'document' ? 'doc' : '?' } }));
   t.chrome.cdp.set('Accessibility.queryAXTree', () => ({ nodes: [node('3', 'button', 'Go')] }));
   assert.deepEqual((await t.find({ name: 'Go' })).value.nodes.map((n) => n.axId), ['3']);
   assert.equal(t.calls('Accessibility.queryAXTree'), 1);

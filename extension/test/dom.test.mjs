@@ -14,12 +14,13 @@ async function granted({ personal = true } = {}) {
   t.resolve = ({ backendNodeId, executionContextId }) => ({ object: { objectId: `${executionContextId}/${backendNodeId}` } });
   t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: 5 }));
   t.chrome.cdp.set('DOM.resolveNode', (p) => t.resolve(p));
-  t.chrome.cdp.set('DOM.getDocument', () => ({ root: { backendNodeId: 1 } }));
+  t.chrome.cdp.set('Runtime.evaluate', ({ expression, contextId }) => ({ result: { type: 'object', objectId: `${contextId}/${expression === 'document' ? 1 : '?'}` } }));
   t.chrome.cdp.set('Runtime.callFunctionOn', () => ({ result: { value: t.facts } }));
   t.chrome.cdp.set('Runtime.releaseObjectGroup', () => ({}));
   t.read = (request) => t.call('dom.read', { lease, request: { documentEpoch: 'F1:L1', ...request } });
   t.navigate = (request) => t.call('page.navigate', { lease, request: { documentEpoch: 'F1:L1', ...request } });
   t.lease_ = lease;
+  t.calls = (m) => t.chrome.commands.filter((c) => c.method === m).length;
   return t;
 }
 
@@ -28,7 +29,12 @@ test('dom.read answers the facts of an element, or of the document', async () =>
   assert.deepEqual((await t.read({ backendNodeId: 42 })).value, t.facts);
   assert.equal(t.chrome.commands.findLast((c) => c.method === 'DOM.resolveNode').params.backendNodeId, 42);
   await t.read({});
-  assert.equal(t.chrome.commands.findLast((c) => c.method === 'DOM.resolveNode').params.backendNodeId, 1); // the document
+  // The document, evaluated in the isolated world: DOM.getDocument would
+  // bind it to the DOM agent, and every hit test after would push a node
+  // path to the session (see ax.js find).
+  assert.deepEqual(t.chrome.commands.findLast((c) => c.method === 'Runtime.evaluate').params, { expression: 'document', contextId: 5, objectGroup: 'dsh-broker' });
+  assert.equal(t.chrome.commands.findLast((c) => c.method === 'Runtime.callFunctionOn').params.objectId, '5/1');
+  assert.equal(t.calls('DOM.getDocument'), 0);
   const worlds = t.chrome.commands.filter((c) => c.method === 'Page.createIsolatedWorld');
   assert.equal(worlds.length, 1, 'one isolated world per document, kept');
 });

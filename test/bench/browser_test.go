@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -144,6 +145,31 @@ func (e *browserEnv) brokerAct(tb testing.TB, leaseID string, o browser.Observat
 	// "observed": dispatched, and the verification observation came back.
 	if r.Dispatch != "observed" || r.Observation == nil {
 		tb.Fatalf("browser.act: %+v", r)
+	}
+	return r, len(raw)
+}
+
+// brokerActSince is brokerAct for a client that asks for the change since
+// the observation it acted on (since, its cursor), as broker mcp does:
+// the result carries the change, or the observation when that is smaller.
+func (e *browserEnv) brokerActSince(tb testing.TB, leaseID string, o browser.Observation, action map[string]any) (browser.ActionResult, int) {
+	actSeq++
+	raw, err := e.s.Call(tb, "browser.act", map[string]any{"sessionId": benchSession, "request": map[string]any{
+		"requestId": fmt.Sprintf("bench-%d", actSeq), "leaseId": leaseID, "documentEpoch": o.DocumentEpoch, "action": action,
+		"since": o.Cursor,
+	}})
+	if err != nil {
+		tb.Fatalf("browser.act: %v", err)
+	}
+	var r browser.ActionResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		tb.Fatalf("browser.act answered %.200s (%v)", raw, err)
+	}
+	if r.Dispatch != "observed" || (r.Observation == nil) == (r.Change == nil) {
+		tb.Fatalf("browser.act since %s: %+v", o.Cursor, r)
+	}
+	if action["expected"] != nil && r.Outcome != "succeeded" {
+		tb.Fatalf("browser.act with an expectation: %+v", r)
 	}
 	return r, len(raw)
 }
@@ -677,6 +703,25 @@ func BenchmarkBrowser(b *testing.B) {
 					b.ReportMetric(float64(size), "resp-B/op")
 					b.ReportMetric(float64(refs), "refs/op")
 				})},
+				// As broker mcp clicks: answered with the change since the
+				// search the ref came from, without and with an expected
+				// text (the button's own, there before the click).
+				path{"broker-since", counted(func(b *testing.B) {
+					var size int
+					for range b.N {
+						_, size = e.brokerActSince(b, leaseID, o, action)
+					}
+					b.ReportMetric(float64(size), "resp-B/op")
+				})},
+				path{"broker-since-expect", counted(func(b *testing.B) {
+					expecting := maps.Clone(action)
+					expecting["expected"] = map[string]any{"kind": "text", "text": clickCases[pg].name}
+					var size int
+					for range b.N {
+						_, size = e.brokerActSince(b, leaseID, o, expecting)
+					}
+					b.ReportMetric(float64(size), "resp-B/op")
+				})},
 				path{"cdp", direct(clickMode{})},
 				path{"cdp-checked", direct(clickMode{checked: true})},
 				path{"cdp-checked-stable", direct(clickMode{checked: true, stable: true})},
@@ -745,6 +790,12 @@ func TestBrowserBenchPaths(t *testing.T) {
 		if r, _ := e.brokerAct(t, leaseID, o, action); e.clicks(t, tab) != before+1 {
 			t.Fatalf("broker click on %s: %d clicks counted; %+v", tc.page, e.clicks(t, tab)-before, r)
 		}
+		expecting := maps.Clone(action)
+		expecting["expected"] = map[string]any{"kind": "text", "text": clickCases[tc.page].name}
+		if r, _ := e.brokerActSince(t, leaseID, o, expecting); e.clicks(t, tab) != before+2 {
+			t.Fatalf("broker click since the search on %s: %d clicks counted; %+v", tc.page, e.clicks(t, tab)-before, r)
+		}
+		before++
 		for i, mode := range tc.modes {
 			ancestry := cdpClick(t, tab, c, mode)
 			if n := e.clicks(t, tab) - before; n != i+2 {
