@@ -39,7 +39,8 @@ type Provider interface {
 	// for the owner's consent. A provider that merely holds the token may
 	// serve, but is never asked.
 	OwnerSurface() bool
-	// Call sends a request to the provider and waits for its answer.
+	// Call sends a request to the provider and waits for its answer. nil
+	// params are sent as {}.
 	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
 	// Notify sends an event to the provider: one-way, queued in order
 	// with the calls made to it. It must not be called from Joined (the

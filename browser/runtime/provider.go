@@ -57,7 +57,7 @@ type frameDocument struct {
 
 // callTabsList lists the instance's tabs.
 func callTabsList(ctx context.Context, prov Provider) ([]browser.TabSummary, error) {
-	raw, err := prov.Call(ctx, browser.ProviderTabsList, struct{}{})
+	raw, err := prov.Call(ctx, browser.ProviderTabsList, nil) // {}, without encoding/json
 	if err != nil {
 		return nil, err
 	}

@@ -152,15 +152,20 @@ export function createExtension(chrome, {
 
   // leased checks a request's shape (check throws INVALID_REQUEST and the
   // like), then runs fn in the tab's queue once the gate admits the lease.
-  const leased = (check, fn) => (conn, params, signal) => {
+  // A method whose fn starts with oneDocument asks the main frame's tree
+  // (document: true) while the tab is looked up, not after: on a small page
+  // each of those round trips is a tenth of the read.
+  const leased = (check, fn, { document = false } = {}) => (conn, params, signal) => {
     const lease = parseLease(params.lease);
     check(params);
     const gate = gates.check(conn, lease);
     return gates.run(gate, signal, async () => {
-      const tab = await gates.authorize(conn, lease, gate);
       const send = (method, p) => gates.send(gate, signal, method, p);
+      const tree = document ? send('Page.getFrameTree') : undefined;
+      tree?.catch(() => {}); // a refused lease is answered by authorize, never by this
+      const tab = await gates.authorize(conn, lease, gate);
       const page = { documentEpoch: gate.epoch, url: tab.url, title: tab.title ?? '' };
-      return fn({ gate, send, page, tab, request: params.request, params });
+      return fn({ gate, send, page, tab, tree, request: params.request, params });
     });
   };
 
@@ -168,9 +173,10 @@ export function createExtension(chrome, {
   // read from the browser before and after (Page.frameNavigated may arrive
   // after the new document's AX tree is already visible); a read that spans
   // a navigation is done again once, then refused STALE_TARGET.
-  async function oneDocument({ gate, send, page }, read) {
+  async function oneDocument({ gate, send, page, tree }, read) {
     const current = async () => {
-      const { frameTree } = await send('Page.getFrameTree');
+      const { frameTree } = await (tree ?? send('Page.getFrameTree'));
+      tree = undefined; // asked once (leased), before the first read only
       if (!gates.setMainFrame(gate, frameTree.frame)) {
         gates.end(gate, true); // the tab left the lease's origin
         fail('LEASE_REVOKED');
@@ -227,6 +233,9 @@ export function createExtension(chrome, {
     if (after.documentEpoch !== before.documentEpoch) fail('STALE_TARGET');
     return result;
   }
+
+  // DOCUMENT marks a leased method whose fn starts with oneDocument.
+  const DOCUMENT = { document: true };
 
   // onlyLease: the request is exactly {lease}.
   const onlyLease = (p) => {
@@ -324,6 +333,7 @@ export function createExtension(chrome, {
         if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId);
         return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
       }),
+      DOCUMENT,
     ),
     [METHOD.AX_FIND]: leased(
       ({ request: r }) => {
@@ -341,6 +351,7 @@ export function createExtension(chrome, {
           return inFrame(ctx, page, frame, (p) => ax.find(ctx.send, p, name, role, { hidden: true, frameId: frame.frameId, root }));
         });
       },
+      DOCUMENT,
     ),
     [METHOD.AX_PAGE]: leased(
       ({ request: r }) => {
@@ -356,13 +367,14 @@ export function createExtension(chrome, {
         if (!frame) return ax.readWindow(ctx.send, page, { ...request, clickFrame: ctx.gate.mainFrameId });
         return inFrame(ctx, page, frame, (p) => ax.readWindow(ctx.send, p, { ...request, frameId: frame.frameId }));
       }),
+      DOCUMENT,
     ),
-    [METHOD.FRAMES_LIST]: leased(onlyLease, frameList),
+    [METHOD.FRAMES_LIST]: leased(onlyLease, frameList, DOCUMENT),
     [METHOD.CAPTURE]: leased(onlyLease, async (ctx) => {
       // Chromium never answers a screenshot of a tab that is not shown.
       if (await notShown(ctx.tab)) fail('NOT_ACTIONABLE');
       return oneDocument(ctx, (page) => shoot(ctx, page));
-    }),
+    }, DOCUMENT),
 
     [METHOD.CDP]: leased((p) => checkCdp(p.method, p.params), ({ send, params }) => send(params.method, params.params)),
     [METHOD.INPUT_CLICK]: inputMethod('click'),
@@ -380,6 +392,7 @@ export function createExtension(chrome, {
             Object.keys(r).some((k) => !['documentEpoch', 'backendNodeId', 'x', 'y', 'frame'].includes(k))) fail('INVALID_REQUEST');
       },
       (ctx) => onDocument(ctx, () => input.hitFacts(ctx.gate, ctx.send, ctx.request.backendNodeId, ctx.request.x, ctx.request.y, true)),
+      DOCUMENT,
     ),
     [METHOD.DOM_READ]: leased(
       ({ request: r }) => {
@@ -389,6 +402,7 @@ export function createExtension(chrome, {
             Object.keys(r).some((k) => !['documentEpoch', 'backendNodeId', 'frame'].includes(k))) fail('INVALID_REQUEST');
       },
       (ctx) => onDocument(ctx, (frame) => dom.read(ctx.gate, ctx.send, frame, ctx.request.backendNodeId)),
+      DOCUMENT,
     ),
     [METHOD.PAGE_NAVIGATE]: leased(
       ({ request: r }) => {

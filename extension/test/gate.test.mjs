@@ -140,6 +140,40 @@ test('a wrong token, instance, expiry or tab is LEASE_REVOKED with no debugger c
   assert.deepEqual(ok.value, { ok: 1 });
 });
 
+test('a read asks the main frame\'s tree while the tab is looked up; a tab gone by then is LEASE_REVOKED', async () => {
+  const t = await setup({ personal: true });
+  t.chrome.addTab(1, 'https://a.test/');
+  const { lease } = await t.grant(1);
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  const get = t.chrome.tabs.get;
+  t.chrome.tabs.get = async (id) => {
+    await held;
+    return get(id);
+  };
+  const before = t.chrome.commands.length;
+  const id = t.request('ax.read', { lease, request: {} });
+  for (let i = 0; i < 5; i++) await flush();
+  assert.deepEqual(t.chrome.commands.slice(before).map((c) => c.method), ['Page.getFrameTree']);
+  assert.equal(t.port.response(id), undefined);
+  t.chrome.tabs_.delete(1); // chrome.tabs.get fails: the tab is gone
+  release();
+  for (let i = 0; i < 5; i++) await flush();
+  assert.equal(t.port.response(id)?.code, 'LEASE_REVOKED');
+  assert.deepEqual(t.chrome.commands.slice(before).map((c) => c.method), ['Page.getFrameTree']); // nothing read
+});
+
+test('input methods ask nothing of the debugger before the tab is looked up', async () => {
+  const t = await setup({ personal: true });
+  t.chrome.addTab(1, 'https://a.test/');
+  const { lease } = await t.grant(1);
+  t.chrome.tabs_.delete(1);
+  const before = t.chrome.commands.length;
+  const r = await t.call('cdp', { lease, method: 'Page.getLayoutMetrics', params: {} });
+  assert.equal(r.code, 'LEASE_REVOKED');
+  assert.equal(t.chrome.commands.length, before);
+});
+
 test('Stop revokes every lease at once', async () => {
   const t = await setup({ personal: true });
   for (const id of [1, 2, 3]) t.chrome.addTab(id, `https://t${id}.test/`);
