@@ -187,7 +187,25 @@ class Reader {
     // reply cap (else the read is useless).
     const frame = JSON.stringify({ ...page, truncated: false, nodes: [] });
     this.bytesLeft = Math.min(BUDGET.bytes, MAX_VALUE_BYTES - utf8.encode(frame).length - 8 - reserve);
+    this.bytes = this.bytesLeft;
     this.page = page;
+    this.marking = undefined; // the clickable marks while they are read beside the walk (mark)
+  }
+
+  // mark reads the clickable marks of frameId's document (clickables)
+  // beside the walk, so that the walk need not wait for the DOM snapshot,
+  // the slowest call of a big page. Until they come, the walk adds nodes
+  // unmarked and remembers them (marking.added); then it adds them again
+  // with the marks (Walk.settle), as if they had been there from the
+  // start. Their calls count as they are made, and MARK_CALLS more are
+  // kept for them until they are done, so that the walk makes the calls
+  // it made when the marks came first.
+  mark(frameId, counts) {
+    const m = { done: false, added: [] };
+    m.promise = clickables((method, params) => this.call(method, params), frameId, counts)
+      .then((value) => { m.value = value; }, (e) => { m.error = e; })
+      .finally(() => { m.done = true; });
+    this.marking = m;
   }
 
   call(method, params) {
@@ -201,7 +219,7 @@ class Reader {
   }
 
   get canCall() {
-    return this.calls < this.maxCalls;
+    return this.calls + (this.marking?.done === false ? MARK_CALLS : 0) < this.maxCalls;
   }
 
   // add projects a non-ignored node; false when a budget stops the read.
@@ -288,26 +306,25 @@ class Reader {
 // read walks the AX tree depth-first from the root (or from the AX node of
 // backendNodeId) with getRootAXNode / getPartialAXTree / getChildAXNodes,
 // walking through ignored nodes without returning them. clickFrame is the
-// frame whose document's clickable elements are marked (clickables).
+// frame whose document's clickable elements are marked (clickables),
+// read beside the walk (Reader.mark).
 // A read of a whole document that marks clickable elements also says how
 // many frame owners it holds (frameOwners, when the snapshot told).
 export async function read(send, page, backendNodeId, frameId, clickFrame = frameId) {
   const whole = backendNodeId === undefined && clickFrame !== undefined;
   const r = new Reader(send, page, BUDGET.calls, whole ? FRAME_OWNERS_BYTES : 0);
-  // The clickable elements and the document's size are asked at once.
+  // The document's size is asked first: the renderer answers in turn, and
+  // the snapshot of a big page takes long.
+  const bulk = backendNodeId === undefined ? small(r) : false;
   const counts = {};
-  const [clickable, bulk] = await Promise.all([
-    clickFrame !== undefined ? clickables((m, p) => r.call(m, p), clickFrame, counts) : undefined,
-    backendNodeId === undefined ? small(r) : false,
-  ]);
-  if (clickable) r.clickable = clickable.ids;
+  if (clickFrame !== undefined) r.mark(clickFrame, counts);
   const w = new Walk(r, { frameId, kept: new Kept() });
-  const root = bulk ? await w.all() : await w.root(backendNodeId);
+  const root = (await bulk) ? await w.all() : await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
   // A read of the whole document shows what the page draws and a person
   // clicks although aria-hidden keeps it from the tree.
-  if (clickable && backendNodeId === undefined) {
-    r.hidden = clickable.hidden;
+  if (r.marks && backendNodeId === undefined) {
+    r.hidden = r.marks.hidden;
     r.addHidden();
   }
   const out = r.result();
@@ -317,6 +334,9 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
 
 // FRAME_OWNERS_BYTES is what frameOwners adds to a read's JSON at most.
 const FRAME_OWNERS_BYTES = ',"frameOwners":'.length + 16;
+// MARK_CALLS is how many calls clickables makes after its snapshot at most
+// (DOM.resolveNode, DOMDebugger.getEventListeners, Runtime.releaseObject).
+const MARK_CALLS = 3;
 
 // Kept counts what the broker's projection (browser/runtime/observe.go)
 // keeps of a read, as it counts, so that a read stops once the projection
@@ -501,12 +521,39 @@ class Walk {
     return out;
   }
 
+  // settle adds the nodes of a read again with the marks that came
+  // (Reader.mark), from the start, and counts them anew; false when the
+  // read stops within them.
+  settle() {
+    const r = this.r;
+    const { value, error, added } = r.marking;
+    r.marking = undefined;
+    if (error) throw error;
+    r.marks = value;
+    r.clickable = value.ids;
+    r.nodes = [];
+    r.bytesLeft = r.bytes;
+    this.kept = new Kept();
+    for (const [n, parent, secret] of added) {
+      if (!r.add(n, parent, secret)) return false;
+      if (!this.kept.add(r.nodes.at(-1))) {
+        r.truncated = true; // the projection is full: the rest could not be shown
+        return false;
+      }
+    }
+    return true;
+  }
+
   // run walks from the stack's entries; it returns true when it stopped
   // with more to walk (a window that is full or out of calls).
   async run(stack) {
     const r = this.r;
     let returned = 0;
     while (stack.length) {
+      // Near the call budget, the marks' calls are waited for, so that the
+      // budget is spent as when the marks came first.
+      if (r.marking?.done === false && r.calls + MARK_CALLS + READ.prefetch + 2 >= r.maxCalls) await r.marking.promise;
+      if (r.marking?.done && !this.settle()) break;
       const entry = stack[stack.length - 1];
       const { id, depth, parent, walkParent, resumed } = entry;
       const n = this.known.get(id);
@@ -529,7 +576,17 @@ class Walk {
           return true;
         }
         const secret = await r.secret(n);
-        if (!resumed && (!this.match || this.match(n))) {
+        if (r.marking) {
+          // Without its marks a read may stop elsewhere than with them: it
+          // stops once they say so.
+          r.marking.added.push([n, parent, secret]);
+          const incomplete = r.truncated;
+          if (!(r.add(n, parent, secret) && this.kept.add(r.nodes.at(-1)))) {
+            r.truncated = incomplete;
+            await r.marking.promise;
+            if (!this.settle()) break;
+          }
+        } else if (!resumed && (!this.match || this.match(n))) {
           const incomplete = r.truncated;
           if (!r.add(n, this.window ? walkParent : parent, secret)) {
             if (!this.window) break;
@@ -594,6 +651,10 @@ class Walk {
       for (let i = kids.length - 1; i >= 0; i--) {
         stack.push({ id: kids[i], depth: depth + 1, parent: parentOfChildren, walkParent: n.nodeId });
       }
+    }
+    if (r.marking) {
+      await r.marking.promise;
+      this.settle();
     }
     return false;
   }

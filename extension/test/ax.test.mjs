@@ -448,8 +448,8 @@ test('a small document is read with one getFullAXTree, and reads as the walk doe
     const bulk = (await t.read()).value;
     assert.deepEqual(bulk, walked, name);
     const calls = t.chrome.commands.slice(before).map((c) => c.method).filter((m) => m !== 'Page.getFrameTree' && m !== 'DOM.describeNode');
-    // The clickable elements' snapshot, the size, the tree: nothing else.
-    assert.deepEqual(calls, ['DOMSnapshot.captureSnapshot', 'Performance.getMetrics', 'Accessibility.getFullAXTree'], name);
+    // The size, the clickable elements' snapshot, the tree: nothing else.
+    assert.deepEqual(calls, ['Performance.getMetrics', 'DOMSnapshot.captureSnapshot', 'Accessibility.getFullAXTree'], name);
   }
 });
 
@@ -588,4 +588,84 @@ test('an element clickable by the page\'s doing fills no control of the projecti
   assert.equal(r.nodes.filter((n) => n.props.clickable).length > 100, true);
   assert.ok(r.nodes.some((n) => n.axId === 'b119'), 'the 120th button was not read');
   assert.equal(r.truncated, true);
+});
+
+// lateMarks has the clickable snapshot answer only once the walk has made
+// k getChildAXNodes calls (at once for 0, and at the latest 30 ms after it
+// was asked), so that the marks come at any point of a walk.
+function lateMarks(t, k) {
+  const snapshot = t.chrome.cdp.get('DOMSnapshot.captureSnapshot');
+  const kids = t.chrome.cdp.get('Accessibility.getChildAXNodes');
+  let release;
+  let n = 0;
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', (p) => new Promise((resolve, reject) => {
+    n = 0;
+    release = () => {
+      try {
+        resolve(snapshot(p));
+      } catch (e) {
+        reject(e);
+      }
+    };
+    setTimeout(release, 30);
+    if (k === 0) release();
+  }));
+  t.chrome.cdp.set('Accessibility.getChildAXNodes', (p) => {
+    if (++n === k) release?.();
+    return kids(p);
+  });
+}
+
+test('the clickable marks are read beside the walk: whenever they come, the read is the one they give from the start', async () => {
+  // Wrappers clickable by the page's doing, each around a button and
+  // text: with their marks the projection is not full at the 120th button
+  // (the wrappers' names may take its bytes), without them it is.
+  const wrapped = [node('r', 'RootWebArea', 'A', { childIds: Array.from({ length: 300 }, (_, i) => `w${i}`), backendDOMNodeId: 1 })];
+  for (let i = 0; i < 300; i++) {
+    wrapped.push(node(`w${i}`, 'generic', '', { backendDOMNodeId: 1000 + i, childIds: [`b${i}`, `x${i}`] }));
+    wrapped.push(node(`b${i}`, 'button', `B ${i}`, { backendDOMNodeId: 2000 + i, childIds: [`t${i}`] }));
+    wrapped.push(node(`t${i}`, 'StaticText', `B ${i}`));
+    wrapped.push(node(`x${i}`, 'StaticText', `text ${i}`));
+  }
+  const marked = Array.from({ length: 300 }, (_, i) => 1000 + i);
+  // A wide list of groups that runs into the call budget, its items marked.
+  const wide = [node('1', 'list', 'L', { childIds: Array.from({ length: 600 }, (_, i) => `g${i}`), backendDOMNodeId: 1 })];
+  for (let i = 0; i < 600; i++) wide.push(node(`g${i}`, 'group', '', { childIds: [`c${i}`], backendDOMNodeId: 10 + i }), node(`c${i}`, 'text', `${i}`));
+  const cases = {
+    wrapped: { nodes: wrapped, marked },
+    buttons: { nodes: buttons(300), marked: Array.from({ length: 300 }, (_, i) => i + 1) },
+    wide: { nodes: wide, marked: Array.from({ length: 600 }, (_, i) => 10 + i) },
+    mixed: { nodes: trees().mixed, marked: [30, 60] },
+  };
+  for (const [name, { nodes, marked: ids }] of Object.entries(cases)) {
+    const reads = [];
+    for (const k of [0, 1, 2, 10, 100, 250, 1000]) {
+      const t = await granted();
+      t.chrome.cdp.set('DOM.describeNode', () => ({ node: { nodeName: 'INPUT', attributes: ['type', 'text'] } }));
+      serve(t, nodes);
+      t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ strings: ['F1', 'DIV'], documents: [{ frameId: 0, nodes: {
+        backendNodeId: [1, ...ids], parentIndex: [-1, ...ids.map(() => 0)], nodeType: [9, ...ids.map(() => 1)], nodeName: [1, ...ids.map(() => 1)],
+        isClickable: { index: ids.map((_, i) => i + 1) } } }] }));
+      // The listener read answers too: its calls count toward the budget.
+      t.chrome.cdp.set('DOM.resolveNode', () => ({ object: { objectId: 'doc' } }));
+      t.chrome.cdp.set('DOMDebugger.getEventListeners', () => ({ listeners: [] }));
+      t.chrome.cdp.set('Runtime.releaseObject', () => ({}));
+      lateMarks(t, k);
+      const before = t.chrome.commands.length;
+      const id = t.request('ax.read', { lease: t.lease(1), request: {} });
+      for (let i = 0; i < 2000 && !t.port.response(id); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+      const res = t.port.response(id);
+      assert.equal(res?.ok, true, `${name}: ${JSON.stringify(res)}`);
+      const r = res.value;
+      await new Promise((resolve) => setTimeout(resolve, 0)); // the release of the listener read
+      const calls = t.chrome.commands.slice(before).filter((c) => c.method !== 'Page.getFrameTree').length;
+      reads.push({ k, r, calls });
+    }
+    for (const { k, r, calls } of reads.slice(1)) {
+      assert.deepEqual(r, reads[0].r, `${name}: marks after ${k} calls`);
+      assert.equal(calls, reads[0].calls, `${name}: marks after ${k} calls`);
+    }
+    assert.ok(reads[0].r.nodes.some((n) => n.props.clickable), name);
+    assert.ok(reads[0].calls <= BUDGET.calls, name);
+  }
 });
