@@ -669,3 +669,77 @@ test('the clickable marks are read beside the walk: whenever they come, the read
     assert.ok(reads[0].calls <= BUDGET.calls, name);
   }
 });
+
+test('a wide node\'s children come one by one by their DOM node, and the read is the one of all at once', async () => {
+  // IDs as Chromium's: a DOM node's AX node has its backend node ID.
+  const el = (id, role, name, extra = {}) => node(String(id), role, name, { backendDOMNodeId: id, ...extra });
+  const page = (kids, more) => [el(1, 'RootWebArea', 'A', { childIds: ['2'] }), el(2, 'main', '', { childIds: kids.map(String) }), ...more];
+  // Sections of buttons, then 990 paragraphs: the projection is full
+  // within the sections.
+  const sections = [];
+  const sectionIds = Array.from({ length: 10 }, (_, s) => 100 + s);
+  sectionIds.forEach((id, s) => {
+    const buttonIds = Array.from({ length: 30 }, (_, i) => 1000 + s * 100 + i);
+    sections.push(el(id, 'region', `S ${s}`, { childIds: buttonIds.map(String) }));
+    for (const b of buttonIds) sections.push(el(b, 'button', `B ${b}`, { childIds: [`${b + 50_000}`] }), el(b + 50_000, 'StaticText', `B ${b}`));
+  });
+  const paragraphs = Array.from({ length: 990 }, (_, i) => 200_000 + i);
+  const big = page([...sectionIds, ...paragraphs], [...sections,
+    ...paragraphs.flatMap((p) => [el(p, 'paragraph', '', { childIds: [`${p + 1_000_000}`] }), el(p + 1_000_000, 'StaticText', `Paragraph ${p}`)])]);
+  // Ignored children with children, children without a DOM node (negative
+  // IDs) and children that went away, all read whole.
+  const odd = [];
+  const oddIds = Array.from({ length: 100 }, (_, i) => (i % 10 === 3 ? -(i + 1) : 3000 + i));
+  for (const id of oddIds) {
+    if (id % 7 === 0) continue; // gone
+    if (id < 0) odd.push(node(String(id), 'StaticText', `pseudo ${id}`));
+    else if (id % 2) odd.push({ nodeId: String(id), backendDOMNodeId: id, ignored: true, role: { value: 'none' }, childIds: [`${id + 10_000}`] }, el(id + 10_000, 'link', `L ${id}`));
+    else odd.push(el(id, 'checkbox', `C ${id}`));
+  }
+  const gone = page(oddIds, odd);
+  // Three wide lists, all read: the singles run out in the second.
+  const lists = [];
+  const listIds = [500, 501, 502];
+  listIds.forEach((l, k) => {
+    const items = Array.from({ length: 70 }, (_, i) => 5000 + k * 100 + i);
+    lists.push(el(l, 'list', `L ${k}`, { childIds: items.map(String) }), ...items.map((i) => el(i, 'listitem', '')));
+  });
+  const many = page(listIds, lists);
+  const cases = { big, gone, many };
+  for (const [name, nodes] of Object.entries(cases)) {
+    const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+    const answers = [];
+    for (const wide of [Infinity, READ.wide]) {
+      const t = await granted();
+      serve(t, nodes);
+      // getChildAXNodes lists an ignored child's children too, as Chromium does.
+      t.chrome.cdp.set('Accessibility.getChildAXNodes', ({ id }) => ({ nodes: (byId.get(id).childIds ?? []).flatMap((c) => {
+        const n = byId.get(c);
+        if (!n) return [];
+        return n.ignored ? [n, ...(n.childIds ?? []).map((k) => byId.get(k))] : [n];
+      }) }));
+      t.chrome.cdp.set('Accessibility.getPartialAXTree', ({ backendNodeId, fetchRelatives }) => {
+        assert.equal(fetchRelatives, false);
+        const n = byId.get(String(backendNodeId));
+        if (!n) throw new Error('No node with given id found');
+        return { nodes: [n] };
+      });
+      const saved = READ.wide;
+      READ.wide = wide;
+      try {
+        answers.push({ r: (await t.read()).value, single: t.calls('Accessibility.getPartialAXTree'), all: t.chrome.commands.filter((c) => c.method === 'Accessibility.getChildAXNodes' && c.params.id === '2').length });
+      } finally {
+        READ.wide = saved;
+      }
+    }
+    const [whole, single] = answers;
+    assert.deepEqual(single.r, whole.r, name);
+    assert.ok(single.single > 0, name);
+    assert.ok(single.single <= READ.singles, name);
+    if (name === 'big') {
+      assert.equal(single.all, 0, 'the paragraphs were never fetched');
+      assert.equal(whole.r.truncated, true);
+    }
+    if (name === 'gone') assert.equal(single.all, 1, 'what could not come singly came with all the children');
+  }
+});
