@@ -24,7 +24,14 @@ const MAX_MATCHES = 128;
 // controls, the one call for them all took 0.8 s).
 // BENCHMARKS.md ("Reading the page") has the crossover; benchmarks change
 // these to compare the ways.
-export const READ = { bulkMaxNodes: 700, prefetch: 8, wide: 64, singles: 64 };
+// A node whose DOM subtree holds subtreeMin to subtreeMax nodes (the
+// snapshot tells, once it came) has its whole AX subtree read with one
+// Accessibility.queryAXTree, which names no name and no role, instead of
+// one getChildAXNodes per node with children in it; only in a tab that is
+// shown (Chromium never answers queryAXTree in another) and a document
+// without frames.
+// READ.subtreeWait (ms) bounds the wait for its answer.
+export const READ = { bulkMaxNodes: 700, prefetch: 8, wide: 64, singles: 64, subtreeMin: 12, subtreeMax: 400, subtreeWait: 3000 };
 const PROPS = ['disabled', 'focusable', 'focused', 'editable', 'checked', 'expanded', 'hidden', 'required'];
 const utf8 = new TextEncoder();
 
@@ -124,7 +131,10 @@ export async function clickables(send, frameId, counts) {
     out.add(id);
     if (drawn.has(i) && ariaHidden(i)) hidden.set(id, hiddenIdentity(attr(i, 'role'), attr(i, 'aria-label'), attr(i, 'title')));
   });
-  if (counts) counts.frameOwners = frameOwners(doc, str);
+  if (counts) {
+    counts.frameOwners = frameOwners(doc, str);
+    counts.sizes = subtreeSizes(nodes);
+  }
   return { ids: out, hidden };
 }
 
@@ -162,6 +172,20 @@ async function listenersOf(send, documentId) {
     if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
   }
   return out;
+}
+
+// subtreeSizes returns the number of DOM nodes under each node of a
+// snapshot document (itself included), by backend node ID. The snapshot
+// lists a node after its parent.
+function subtreeSizes(nodes) {
+  const ids = nodes.backendNodeId ?? [];
+  const parents = nodes.parentIndex ?? [];
+  const sizes = ids.map(() => 1);
+  for (let i = ids.length - 1; i > 0; i--) {
+    const p = parents[i];
+    if (Number.isInteger(p) && p >= 0 && p < i) sizes[p] += sizes[i];
+  }
+  return new Map(ids.map((id, i) => [id, sizes[i]]));
 }
 
 // frameOwners counts a snapshot document's frame owners: the elements
@@ -316,13 +340,15 @@ class Reader {
 // read beside the walk (Reader.mark).
 // A read of a whole document that marks clickable elements also says how
 // many frame owners it holds (frameOwners, when the snapshot told).
-export async function read(send, page, backendNodeId, frameId, clickFrame = frameId) {
+export async function read(send, page, backendNodeId, frameId, clickFrame = frameId, { shown = false } = {}) {
   const whole = backendNodeId === undefined && clickFrame !== undefined;
   const r = new Reader(send, page, BUDGET.calls, whole ? FRAME_OWNERS_BYTES : 0);
   // The document's size is asked first: the renderer answers in turn, and
   // the snapshot of a big page takes long.
   const bulk = backendNodeId === undefined ? small(r) : false;
   const counts = {};
+  r.counts = counts;
+  r.shown = shown;
   if (clickFrame !== undefined) r.mark(clickFrame, counts);
   const w = new Walk(r, { frameId, kept: new Kept() });
   const root = (await bulk) ? await w.all() : await w.root(backendNodeId);
@@ -503,8 +529,23 @@ class Walk {
 
   fetchKids(id) {
     if (!this.fetched.has(id) && this.r.canCall) {
-      const kids = this.known.get(id)?.childIds ?? [];
-      if (this.kept && kids.length > READ.wide && this.r.singles < READ.singles && !kids.some((k) => this.known.has(k))) {
+      const n = this.known.get(id);
+      const kids = n?.childIds ?? [];
+      const size = this.subtree(n);
+      if (size >= READ.subtreeMin && size <= READ.subtreeMax) {
+        // The whole subtree at once. Its ignored nodes come with their
+        // role as the other calls give it (none), for the walk looks at
+        // a role only to skip a StaticText's inline text boxes.
+        const query = this.r.call('Accessibility.queryAXTree', { backendNodeId: n.backendDOMNodeId })
+          .then((res) => (res.nodes ?? []).map((x) => (x.ignored ? { ...x, role: { type: 'role', value: 'none' } } : x)));
+        // A tab hidden since it was asked never answers: its children then
+        // come the other way.
+        let timer;
+        const late = new Promise((resolve) => { timer = setTimeout(resolve, READ.subtreeWait); });
+        this.fetched.set(id, Promise.race([query, late]).finally(() => clearTimeout(timer))
+          .then((nodes) => nodes ?? this.r.call('Accessibility.getChildAXNodes', { id, ...this.frame }).then((res) => res.nodes ?? []))
+          .catch((e) => (e instanceof Error ? e : new Error(String(e)))));
+      } else if (this.kept && kids.length > READ.wide && this.r.singles < READ.singles && !kids.some((k) => this.known.has(k))) {
         // A wide node: its children come one by one (single), for the
         // one call they count as.
         this.r.calls++;
@@ -516,6 +557,14 @@ class Walk {
       }
     }
     return this.fetched.get(id);
+  }
+
+  // subtree returns the number of DOM nodes under n when its AX subtree
+  // may be read with one queryAXTree (READ.subtreeMin), else 0.
+  subtree(n) {
+    const { shown, counts } = this.r;
+    if (!this.kept || !shown || counts?.frameOwners !== 0 || !(n?.backendDOMNodeId > 0) || this.frame.frameId !== undefined) return 0;
+    return counts.sizes?.get(n.backendDOMNodeId) ?? 0;
   }
 
   // single makes the node of the stack's top entry known, a child of a

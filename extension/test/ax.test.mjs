@@ -743,3 +743,70 @@ test('a wide node\'s children come one by one by their DOM node, and the read is
     if (name === 'gone') assert.equal(single.all, 1, 'what could not come singly came with all the children');
   }
 });
+
+test('a subtree of a shown tab is read with one queryAXTree, and the read is the walk\'s', async () => {
+  const el = (id, role, name, extra = {}) => node(String(id), role, name, { backendDOMNodeId: id, ...extra });
+  // Sections of list items, each an ignored wrapper around a StaticText
+  // and its inline text box; a section's DOM subtree is 31 nodes.
+  const nodes = [el(1, 'RootWebArea', 'A', { childIds: ['2'] }), el(2, 'main', '', { childIds: ['10', '11', '12', '13', '14'] })];
+  for (let s = 10; s < 15; s++) {
+    const items = Array.from({ length: 10 }, (_, i) => s * 100 + i * 3);
+    nodes.push(el(s, 'list', `L ${s}`, { childIds: items.map(String) }));
+    for (const i of items) {
+      nodes.push({ nodeId: String(i), backendDOMNodeId: i, ignored: true, role: { value: 'none' }, childIds: [String(i + 1)] });
+      nodes.push(el(i + 1, 'StaticText', `item ${i}`, { childIds: [`-${i}`] }), node(`-${i}`, 'InlineTextBox', `item ${i}`));
+    }
+  }
+  const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+  // The DOM: every AX node of a DOM node, under its nearest such ancestor.
+  const parentOf = new Map(nodes.flatMap((n) => (n.childIds ?? []).map((c) => [c, n.nodeId])));
+  const dom = nodes.filter((n) => n.backendDOMNodeId);
+  const snapshot = (owners) => ({ strings: ['F1', 'DIV', 'IFRAME'], documents: [{ frameId: 0, nodes: {
+    backendNodeId: dom.map((n) => n.backendDOMNodeId), parentIndex: dom.map((n) => dom.findIndex((p) => p.nodeId === parentOf.get(n.nodeId))),
+    nodeType: dom.map(() => 1), nodeName: dom.map((n) => (owners && n.nodeId === '14' ? 2 : 1)) } }] });
+  // queryAXTree gives an ignored node its own role (here one the walk
+  // would not look under) where the other calls say none.
+  const subtree = (id) => {
+    const n = byId.get(id);
+    const self = n.ignored ? { ...n, role: { type: 'role', value: 'StaticText' }, name: { type: 'computedString', value: '' } } : n;
+    return [self, ...(n.childIds ?? []).flatMap(subtree)];
+  };
+  const read = async ({ shown = true, owners = false, answer = true } = {}) => {
+    const t = await granted();
+    serve(t, nodes);
+    t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => snapshot(owners));
+    t.chrome.cdp.set('Accessibility.queryAXTree', ({ backendNodeId, accessibleName, role }) => {
+      assert.deepEqual([accessibleName, role], [undefined, undefined]);
+      return answer ? { nodes: subtree(String(backendNodeId)) } : new Promise(() => {});
+    });
+    if (!shown) t.chrome.tabs_.get(1).active = false;
+    const id = t.request('ax.read', { lease: t.lease(1), request: {} });
+    for (let i = 0; i < 2000 && !t.port.response(id); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    const res = t.port.response(id);
+    assert.equal(res?.ok, true, JSON.stringify(res));
+    return { r: res.value, queries: t.chrome.commands.filter((c) => c.method === 'Accessibility.queryAXTree').map((c) => c.params.backendNodeId),
+      kids: t.calls('Accessibility.getChildAXNodes') };
+  };
+  const walked = await read({ shown: false });
+  assert.deepEqual(walked.queries, [], 'a tab not shown is walked');
+  assert.equal(walked.r.nodes.length, 2 + 5 + 50);
+  // Shown: a section (31 DOM nodes) in one call once the snapshot told
+  // the sizes; main (157) is past READ.subtreeMax here.
+  const saved = { ...READ };
+  try {
+    READ.subtreeMax = 100;
+    const queried = await read();
+    assert.deepEqual(queried.r, walked.r);
+    assert.ok(queried.queries.length >= 1 && queried.queries.every((b) => b >= 10 && b < 15), `${queried.queries}`);
+    assert.ok(queried.kids < walked.kids, `${queried.kids} < ${walked.kids}`);
+    // A document with frames: walked.
+    assert.deepEqual((await read({ owners: true })).queries, []);
+    // A query never answered: the walk goes on the other way.
+    READ.subtreeWait = 20;
+    const late = await read({ answer: false });
+    assert.deepEqual(late.r, walked.r);
+    assert.ok(late.queries.length >= 1);
+  } finally {
+    Object.assign(READ, saved);
+  }
+});

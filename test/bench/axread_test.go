@@ -150,7 +150,7 @@ globalThis.readTimes = async (tabId, how, n, settings = {}) => {
   for (let i = 0; i < n; i++) {
     calls = 0;
     const t0 = performance.now();
-    res = await ax.read(send, page, undefined, undefined, frameTree.frame.id);
+    res = await ax.read(send, page, undefined, undefined, frameTree.frame.id, { shown: true }); // the tab is in front
     times.push(performance.now() - t0);
   }
   Object.assign(current.READ, defaults);
