@@ -30,8 +30,11 @@ const MAX_MATCHES = 128;
 // one getChildAXNodes per node with children in it; only in a tab that is
 // shown (Chromium never answers queryAXTree in another) and a document
 // without frames.
-// READ.subtreeWait (ms) bounds the wait for its answer.
-export const READ = { bulkMaxNodes: 700, prefetch: 8, wide: 64, singles: 64, subtreeMin: 12, subtreeMax: 400, subtreeWait: 3000 };
+// READ.subtreeWait (ms) bounds the wait for its answer; one of up to
+// subtreeAhead DOM nodes is also asked ahead of the walk.
+export const READ = {
+  bulkMaxNodes: 700, prefetch: 8, wide: 64, singles: 64, subtreeMin: 12, subtreeMax: 400, subtreeAhead: 100, subtreeWait: 3000,
+};
 const PROPS = ['disabled', 'focusable', 'focused', 'editable', 'checked', 'expanded', 'hidden', 'required'];
 const utf8 = new TextEncoder();
 
@@ -527,12 +530,16 @@ class Walk {
     return depth < BUDGET.depth && n.role?.value !== 'StaticText' && (n.childIds ?? []).some((k) => !this.known.has(k));
   }
 
-  fetchKids(id) {
+  fetchKids(id, ahead = false) {
     if (!this.fetched.has(id) && this.r.canCall) {
       const n = this.known.get(id);
       const kids = n?.childIds ?? [];
       const size = this.subtree(n);
       if (size >= READ.subtreeMin && size <= READ.subtreeMax) {
+        // A big one is not asked ahead of the walk: a read that stops
+        // before would leave the renderer busy with it, and the next read
+        // waiting.
+        if (ahead && size > READ.subtreeAhead) return undefined;
         // The whole subtree at once. Its ignored nodes come with their
         // role as the other calls give it (none), for the walk looks at
         // a role only to skip a StaticText's inline text boxes.
@@ -737,7 +744,7 @@ class Walk {
         const own = this.fetchKids(n.nodeId);
         for (let j = stack.length - 1; j >= 0 && j >= stack.length - READ.prefetch; j--) {
           const next = this.known.get(stack[j].id);
-          if (next && this.needsKids(next, stack[j].depth)) this.fetchKids(next.nodeId);
+          if (next && this.needsKids(next, stack[j].depth)) this.fetchKids(next.nodeId, true);
         }
         const res = await own;
         if (res === undefined) {
