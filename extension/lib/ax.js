@@ -5,33 +5,37 @@ import { MAX_VALUE_BYTES } from './transport.js';
 import { CONTROL_ROLES, LIMITS, OBSERVE } from './protocol.js';
 import { OWNER_NAMES } from './frames.js';
 
+// BUDGET bounds one read. calls counts the CDP calls a read makes, but for
+// a wide node's children fetched one by one (READ.wide), which count as
+// the one call that lists them all; a subtree read with one queryAXTree
+// (READ.subtreeMin) is one call.
 export const BUDGET = { nodes: 2048, calls: 512, depth: 64, bytes: 1 << 20 };
 const MAX_MATCHES = 128;
 
 // READ tunes how a document is read. Through chrome.debugger, a call costs
 // about a millisecond and every byte of its answer costs too (AX nodes are
-// large: a whole tree is about 400 bytes a node). A small document is read
-// with one Accessibility.getFullAXTree: one call instead of one per node
-// with children. The size is Performance.getMetrics' Nodes, the DOM nodes
-// of the renderer process (never fewer than the document's); a document
-// of more than bulkMaxNodes, or one whose size is unknown, is walked,
-// which skips inline text boxes and stops at the budgets. prefetch is how
-// many child fetches the walk keeps in flight ahead of itself. A node of
-// more than wide children has them fetched one by one as the walk comes
-// to them (by their DOM node: an AX node's ID is its DOM node's), up to
-// singles such fetches a read: a read that the projection's budgets stop
-// early then skips most of them (on a page of 1,000 paragraphs after its
-// controls, the one call for them all took 0.8 s).
-// BENCHMARKS.md ("Reading the page") has the crossover; benchmarks change
+// large: a whole tree is about 400 bytes a node).
+// - A small document is read with one Accessibility.getFullAXTree: one
+//   call instead of one per node with children. The size is
+//   Performance.getMetrics' Nodes, the DOM nodes of the renderer process
+//   (never fewer than the document's); a document of more than
+//   bulkMaxNodes, or one whose size is unknown, is walked, which skips
+//   inline text boxes and stops at the budgets. prefetch is how many child
+//   fetches the walk keeps in flight ahead of itself.
+// - A node whose DOM subtree holds subtreeMin to subtreeMax nodes (the
+//   clickable snapshot tells, once it came) has its whole AX subtree read
+//   with one Accessibility.queryAXTree that names no name and no role,
+//   instead of one getChildAXNodes per node with children in it; only in a
+//   tab that is shown (Chromium never answers queryAXTree in another) and
+//   a document without frames. subtreeWait (ms) bounds the wait for its
+//   answer; one of up to subtreeAhead DOM nodes is also asked ahead.
+// - A node of more than wide children has them fetched one by one as the
+//   walk comes to them (by their DOM node: an AX node's ID is its DOM
+//   node's), up to singles such fetches a read: a read that the
+//   projection's budgets stop early skips most of them (on /big, after its
+//   buttons come 1,000 paragraphs, which one call listed in 0.8 s).
+// BENCHMARKS.md ("Reading the page") has the figures; benchmarks change
 // these to compare the ways.
-// A node whose DOM subtree holds subtreeMin to subtreeMax nodes (the
-// snapshot tells, once it came) has its whole AX subtree read with one
-// Accessibility.queryAXTree, which names no name and no role, instead of
-// one getChildAXNodes per node with children in it; only in a tab that is
-// shown (Chromium never answers queryAXTree in another) and a document
-// without frames.
-// READ.subtreeWait (ms) bounds the wait for its answer; one of up to
-// subtreeAhead DOM nodes is also asked ahead of the walk.
 export const READ = {
   bulkMaxNodes: 700, prefetch: 8, wide: 64, singles: 64, subtreeMin: 12, subtreeMax: 400, subtreeAhead: 100, subtreeWait: 3000,
 };
