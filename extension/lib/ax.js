@@ -224,9 +224,10 @@ class Reader {
     // reply cap (else the read is useless).
     const frame = JSON.stringify({ ...page, truncated: false, nodes: [] });
     this.bytesLeft = Math.min(BUDGET.bytes, MAX_VALUE_BYTES - utf8.encode(frame).length - 8 - reserve);
-    this.bytes = this.bytesLeft;
+    this.bytes = this.bytesLeft; // the node JSON budget, to add nodes again (Walk.settle)
     this.page = page;
     this.marking = undefined; // the clickable marks while they are read beside the walk (mark)
+    this.marks = undefined; // clickables' answer, once settled
   }
 
   // mark reads the clickable marks of frameId's document (clickables)
@@ -548,9 +549,12 @@ class Walk {
         // role as the other calls give it (none), for the walk looks at
         // a role only to skip a StaticText's inline text boxes.
         const query = this.r.call('Accessibility.queryAXTree', { backendNodeId: n.backendDOMNodeId })
-          .then((res) => (res.nodes ?? []).map((x) => (x.ignored ? { ...x, role: { type: 'role', value: 'none' } } : x)));
-        // A tab hidden since it was asked never answers: its children then
-        // come the other way.
+          .then((res) => (res.nodes ?? []).map((x) => (x.ignored ? { ...x, role: { type: 'role', value: 'none' } } : x)), (e) => {
+            if (e instanceof CodeError) throw e; // the gate, or a cancel
+            return undefined;
+          });
+        // A query that fails, or one in a tab hidden since it was asked,
+        // which never answers: the children come the other way.
         let timer;
         const late = new Promise((resolve) => { timer = setTimeout(resolve, READ.subtreeWait); });
         this.fetched.set(id, Promise.race([query, late]).finally(() => clearTimeout(timer))

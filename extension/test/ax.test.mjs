@@ -777,6 +777,7 @@ test('a subtree of a shown tab is read with one queryAXTree, and the read is the
     t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => snapshot(owners));
     t.chrome.cdp.set('Accessibility.queryAXTree', ({ backendNodeId, accessibleName, role }) => {
       assert.deepEqual([accessibleName, role], [undefined, undefined]);
+      if (answer === 'fail') throw new Error('Node not found');
       return answer ? { nodes: subtree(String(backendNodeId)) } : new Promise(() => {});
     });
     if (!shown) t.chrome.tabs_.get(1).active = false;
@@ -801,7 +802,11 @@ test('a subtree of a shown tab is read with one queryAXTree, and the read is the
     assert.ok(queried.kids < walked.kids, `${queried.kids} < ${walked.kids}`);
     // A document with frames: walked.
     assert.deepEqual((await read({ owners: true })).queries, []);
-    // A query never answered: the walk goes on the other way.
+    // A query that fails, or one never answered: the walk goes on the
+    // other way.
+    const failed = await read({ answer: 'fail' });
+    assert.deepEqual(failed.r, walked.r);
+    assert.ok(failed.queries.length >= 1);
     READ.subtreeWait = 20;
     const late = await read({ answer: false });
     assert.deepEqual(late.r, walked.r);
