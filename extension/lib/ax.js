@@ -5,21 +5,40 @@ import { MAX_VALUE_BYTES } from './transport.js';
 import { CONTROL_ROLES, LIMITS, OBSERVE } from './protocol.js';
 import { OWNER_NAMES } from './frames.js';
 
+// BUDGET bounds one read. calls counts the CDP calls a read makes, but for
+// a wide node's children fetched one by one (READ.wide), which count as
+// the one call that lists them all; a subtree read with one queryAXTree
+// (READ.subtreeMin) is one call.
 export const BUDGET = { nodes: 2048, calls: 512, depth: 64, bytes: 1 << 20 };
 const MAX_MATCHES = 128;
 
 // READ tunes how a document is read. Through chrome.debugger, a call costs
 // about a millisecond and every byte of its answer costs too (AX nodes are
-// large: a whole tree is about 400 bytes a node). A small document is read
-// with one Accessibility.getFullAXTree: one call instead of one per node
-// with children. The size is Performance.getMetrics' Nodes, the DOM nodes
-// of the renderer process (never fewer than the document's); a document
-// of more than bulkMaxNodes, or one whose size is unknown, is walked,
-// which skips inline text boxes and stops at the budgets. prefetch is how
-// many child fetches the walk keeps in flight ahead of itself.
-// BENCHMARKS.md ("Reading the page") has the crossover; benchmarks change
-// these to compare the two ways.
-export const READ = { bulkMaxNodes: 700, prefetch: 8 };
+// large: a whole tree is about 400 bytes a node).
+// - A small document is read with one Accessibility.getFullAXTree: one
+//   call instead of one per node with children. The size is
+//   Performance.getMetrics' Nodes, the DOM nodes of the renderer process
+//   (never fewer than the document's); a document of more than
+//   bulkMaxNodes, or one whose size is unknown, is walked, which skips
+//   inline text boxes and stops at the budgets. prefetch is how many child
+//   fetches the walk keeps in flight ahead of itself.
+// - A node whose DOM subtree holds subtreeMin to subtreeMax nodes (the
+//   clickable snapshot tells, once it came) has its whole AX subtree read
+//   with one Accessibility.queryAXTree that names no name and no role,
+//   instead of one getChildAXNodes per node with children in it; only in a
+//   tab that is shown (Chromium never answers queryAXTree in another) and
+//   a document without frames. subtreeWait (ms) bounds the wait for its
+//   answer; one of up to subtreeAhead DOM nodes is also asked ahead.
+// - A node of more than wide children has them fetched one by one as the
+//   walk comes to them (by their DOM node: an AX node's ID is its DOM
+//   node's), up to singles such fetches a read: a read that the
+//   projection's budgets stop early skips most of them (on /big, after its
+//   buttons come 1,000 paragraphs, which one call listed in 0.8 s).
+// BENCHMARKS.md ("Reading the page") has the figures; benchmarks change
+// these to compare the ways.
+export const READ = {
+  bulkMaxNodes: 700, prefetch: 8, wide: 64, singles: 64, subtreeMin: 12, subtreeMax: 400, subtreeAhead: 100, subtreeWait: 3000,
+};
 const PROPS = ['disabled', 'focusable', 'focused', 'editable', 'checked', 'expanded', 'hidden', 'required'];
 const utf8 = new TextEncoder();
 
@@ -119,7 +138,10 @@ export async function clickables(send, frameId, counts) {
     out.add(id);
     if (drawn.has(i) && ariaHidden(i)) hidden.set(id, hiddenIdentity(attr(i, 'role'), attr(i, 'aria-label'), attr(i, 'title')));
   });
-  if (counts) counts.frameOwners = frameOwners(doc, str);
+  if (counts) {
+    counts.frameOwners = frameOwners(doc, str);
+    counts.sizes = subtreeSizes(nodes);
+  }
   return { ids: out, hidden };
 }
 
@@ -159,6 +181,20 @@ async function listenersOf(send, documentId) {
   return out;
 }
 
+// subtreeSizes returns the number of DOM nodes under each node of a
+// snapshot document (itself included), by backend node ID. The snapshot
+// lists a node after its parent.
+function subtreeSizes(nodes) {
+  const ids = nodes.backendNodeId ?? [];
+  const parents = nodes.parentIndex ?? [];
+  const sizes = ids.map(() => 1);
+  for (let i = ids.length - 1; i > 0; i--) {
+    const p = parents[i];
+    if (Number.isInteger(p) && p >= 0 && p < i) sizes[p] += sizes[i];
+  }
+  return new Map(ids.map((id, i) => [id, sizes[i]]));
+}
+
 // frameOwners counts a snapshot document's frame owners: the elements
 // frames.js lists as owners (by name), and any element with a content
 // document.
@@ -177,6 +213,7 @@ class Reader {
   constructor(send, page, maxCalls = BUDGET.calls, reserve = 0) {
     this.send = send;
     this.calls = 0;
+    this.singles = 0; // fetches of a wide node's children one by one (Walk.fetchKids), which calls does not count
     this.clickable = new Set(); // backend node IDs to mark clickable (clickables' ids)
     this.hidden = new Map(); // clickables' hidden: drawn, clickable, out of the AX tree
     this.maxCalls = maxCalls;
@@ -187,7 +224,26 @@ class Reader {
     // reply cap (else the read is useless).
     const frame = JSON.stringify({ ...page, truncated: false, nodes: [] });
     this.bytesLeft = Math.min(BUDGET.bytes, MAX_VALUE_BYTES - utf8.encode(frame).length - 8 - reserve);
+    this.bytes = this.bytesLeft; // the node JSON budget, to add nodes again (Walk.settle)
     this.page = page;
+    this.marking = undefined; // the clickable marks while they are read beside the walk (mark)
+    this.marks = undefined; // clickables' answer, once settled
+  }
+
+  // mark reads the clickable marks of frameId's document (clickables)
+  // beside the walk, so that the walk need not wait for the DOM snapshot,
+  // the slowest call of a big page. Until they come, the walk adds nodes
+  // unmarked and remembers them (marking.added); then it adds them again
+  // with the marks (Walk.settle), as if they had been there from the
+  // start. Their calls count as they are made, and MARK_CALLS more are
+  // kept for them until they are done, so that the walk makes the calls
+  // it made when the marks came first.
+  mark(frameId, counts) {
+    const m = { done: false, added: [] };
+    m.promise = clickables((method, params) => this.call(method, params), frameId, counts)
+      .then((value) => { m.value = value; }, (e) => { m.error = e; })
+      .finally(() => { m.done = true; });
+    this.marking = m;
   }
 
   call(method, params) {
@@ -201,7 +257,7 @@ class Reader {
   }
 
   get canCall() {
-    return this.calls < this.maxCalls;
+    return this.calls + (this.marking?.done === false ? MARK_CALLS : 0) < this.maxCalls;
   }
 
   // add projects a non-ignored node; false when a budget stops the read.
@@ -288,26 +344,27 @@ class Reader {
 // read walks the AX tree depth-first from the root (or from the AX node of
 // backendNodeId) with getRootAXNode / getPartialAXTree / getChildAXNodes,
 // walking through ignored nodes without returning them. clickFrame is the
-// frame whose document's clickable elements are marked (clickables).
+// frame whose document's clickable elements are marked (clickables),
+// read beside the walk (Reader.mark).
 // A read of a whole document that marks clickable elements also says how
 // many frame owners it holds (frameOwners, when the snapshot told).
-export async function read(send, page, backendNodeId, frameId, clickFrame = frameId) {
+export async function read(send, page, backendNodeId, frameId, clickFrame = frameId, { shown = false } = {}) {
   const whole = backendNodeId === undefined && clickFrame !== undefined;
   const r = new Reader(send, page, BUDGET.calls, whole ? FRAME_OWNERS_BYTES : 0);
-  // The clickable elements and the document's size are asked at once.
+  // The document's size is asked first: the renderer answers in turn, and
+  // the snapshot of a big page takes long.
+  const bulk = backendNodeId === undefined ? small(r) : false;
   const counts = {};
-  const [clickable, bulk] = await Promise.all([
-    clickFrame !== undefined ? clickables((m, p) => r.call(m, p), clickFrame, counts) : undefined,
-    backendNodeId === undefined ? small(r) : false,
-  ]);
-  if (clickable) r.clickable = clickable.ids;
+  r.counts = counts;
+  r.shown = shown;
+  if (clickFrame !== undefined) r.mark(clickFrame, counts);
   const w = new Walk(r, { frameId, kept: new Kept() });
-  const root = bulk ? await w.all() : await w.root(backendNodeId);
+  const root = (await bulk) ? await w.all() : await w.root(backendNodeId);
   await w.run([{ id: root.nodeId, depth: 1 }]);
   // A read of the whole document shows what the page draws and a person
   // clicks although aria-hidden keeps it from the tree.
-  if (clickable && backendNodeId === undefined) {
-    r.hidden = clickable.hidden;
+  if (r.marks && backendNodeId === undefined) {
+    r.hidden = r.marks.hidden;
     r.addHidden();
   }
   const out = r.result();
@@ -317,6 +374,9 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
 
 // FRAME_OWNERS_BYTES is what frameOwners adds to a read's JSON at most.
 const FRAME_OWNERS_BYTES = ',"frameOwners":'.length + 16;
+// MARK_CALLS is how many calls clickables makes after its snapshot at most
+// (DOM.resolveNode, DOMDebugger.getEventListeners, Runtime.releaseObject).
+const MARK_CALLS = 3;
 
 // Kept counts what the broker's projection (browser/runtime/observe.go)
 // keeps of a read, as it counts, so that a read stops once the projection
@@ -435,6 +495,9 @@ class Walk {
     this.match = match; // when set, only matching nodes are returned (findByWalk)
     this.known = new Map(); // AX node id -> node
     this.fetched = new Map(); // AX node id -> Promise of its children, or of the error
+    this.wide = new Set(); // AX node ids whose children come one by one (fetchKids)
+    this.singles = new Map(); // AX node id -> Promise of its fetch, a wide node's child
+    this.allKids = new Map(); // AX node id -> Promise of getChildAXNodes, a wide node's that singles could not do
     this.walkParent = new Map(); // AX node id -> the id it was walked from
     this.last = undefined; // the last node handled completely
   }
@@ -472,12 +535,90 @@ class Walk {
     return depth < BUDGET.depth && n.role?.value !== 'StaticText' && (n.childIds ?? []).some((k) => !this.known.has(k));
   }
 
-  fetchKids(id) {
+  fetchKids(id, ahead = false) {
     if (!this.fetched.has(id) && this.r.canCall) {
-      this.fetched.set(id, this.r.call('Accessibility.getChildAXNodes', { id, ...this.frame })
-        .then((res) => res.nodes ?? [], (e) => (e instanceof Error ? e : new Error(String(e)))));
+      const n = this.known.get(id);
+      const kids = n?.childIds ?? [];
+      const size = this.subtree(n);
+      if (size >= READ.subtreeMin && size <= READ.subtreeMax) {
+        // A big one is not asked ahead of the walk: a read that stops
+        // before would leave the renderer busy with it, and the next read
+        // waiting.
+        if (ahead && size > READ.subtreeAhead) return undefined;
+        // The whole subtree at once. Its ignored nodes come with their
+        // role as the other calls give it (none), for the walk looks at
+        // a role only to skip a StaticText's inline text boxes.
+        const query = this.r.call('Accessibility.queryAXTree', { backendNodeId: n.backendDOMNodeId })
+          .then((res) => (res.nodes ?? []).map((x) => (x.ignored ? { ...x, role: { type: 'role', value: 'none' } } : x)), (e) => {
+            if (e instanceof CodeError) throw e; // the gate, or a cancel
+            return undefined;
+          });
+        // A query that fails, or one in a tab hidden since it was asked,
+        // which never answers: the children come the other way.
+        let timer;
+        const late = new Promise((resolve) => { timer = setTimeout(resolve, READ.subtreeWait); });
+        this.fetched.set(id, Promise.race([query, late]).finally(() => clearTimeout(timer))
+          .then((nodes) => nodes ?? this.r.call('Accessibility.getChildAXNodes', { id, ...this.frame }).then((res) => res.nodes ?? []))
+          .catch((e) => (e instanceof Error ? e : new Error(String(e)))));
+      } else if (this.kept && kids.length > READ.wide && this.r.singles < READ.singles && !kids.some((k) => this.known.has(k))) {
+        // A wide node: its children come one by one (single), for the
+        // one call they count as.
+        this.r.calls++;
+        this.wide.add(id);
+        this.fetched.set(id, Promise.resolve([]));
+      } else {
+        this.fetched.set(id, this.r.call('Accessibility.getChildAXNodes', { id, ...this.frame })
+          .then((res) => res.nodes ?? [], (e) => (e instanceof Error ? e : new Error(String(e)))));
+      }
     }
     return this.fetched.get(id);
+  }
+
+  // subtree returns the number of DOM nodes under n when its AX subtree
+  // may be read with one queryAXTree (READ.subtreeMin), else 0.
+  subtree(n) {
+    const { shown, counts } = this.r;
+    if (!this.kept || !shown || counts?.frameOwners !== 0 || !(n?.backendDOMNodeId > 0) || this.frame.frameId !== undefined) return 0;
+    return counts.sizes?.get(n.backendDOMNodeId) ?? 0;
+  }
+
+  // single makes the node of the stack's top entry known, a child of a
+  // wide node (fetchKids), with the next few such entries below it; it
+  // returns the node, or undefined when it is gone.
+  async single(stack) {
+    for (let j = stack.length - 1; j >= 0 && j >= stack.length - 1 - READ.prefetch; j--) {
+      const { id, walkParent } = stack[j];
+      if (!this.known.has(id) && this.wide.has(walkParent) && !this.singles.has(id)) this.singles.set(id, this.fetchOne(id, walkParent));
+    }
+    const { id } = stack.at(-1);
+    const err = await this.singles.get(id);
+    if (err instanceof CodeError) throw err; // the gate, or a cancel
+    return this.known.get(id);
+  }
+
+  // fetchOne fetches the AX node id, a child of parentId, by its DOM node;
+  // a node that cannot be fetched so, or past READ.singles, comes with
+  // all of parentId's children. It resolves to the error that stops the
+  // read, if any.
+  async fetchOne(id, parentId) {
+    const r = this.r;
+    const backendNodeId = Number(id);
+    try {
+      if (Number.isSafeInteger(backendNodeId) && backendNodeId > 0 && r.singles < READ.singles) {
+        r.singles++;
+        const res = await r.send('Accessibility.getPartialAXTree', { backendNodeId, fetchRelatives: false }).catch((e) => {
+          if (e instanceof CodeError) throw e;
+        });
+        const n = res?.nodes?.find((x) => x.nodeId === id);
+        if (n) return this.learn([n]);
+      }
+      if (!this.allKids.has(parentId)) this.allKids.set(parentId, r.send('Accessibility.getChildAXNodes', { id: parentId, ...this.frame }));
+      this.learn((await this.allKids.get(parentId)).nodes);
+    } catch (e) {
+      if (e instanceof CodeError) return e;
+      r.truncated = true; // the node went away under us: keep what we have
+    }
+    return undefined;
   }
 
   // children makes n's children known: true when they are, false when the
@@ -501,15 +642,42 @@ class Walk {
     return out;
   }
 
+  // settle adds the nodes of a read again with the marks that came
+  // (Reader.mark), from the start, and counts them anew; false when the
+  // read stops within them.
+  settle() {
+    const r = this.r;
+    const { value, error, added } = r.marking;
+    r.marking = undefined;
+    if (error) throw error;
+    r.marks = value;
+    r.clickable = value.ids;
+    r.nodes = [];
+    r.bytesLeft = r.bytes;
+    this.kept = new Kept();
+    for (const [n, parent, secret] of added) {
+      if (!r.add(n, parent, secret)) return false;
+      if (!this.kept.add(r.nodes.at(-1))) {
+        r.truncated = true; // the projection is full: the rest could not be shown
+        return false;
+      }
+    }
+    return true;
+  }
+
   // run walks from the stack's entries; it returns true when it stopped
   // with more to walk (a window that is full or out of calls).
   async run(stack) {
     const r = this.r;
     let returned = 0;
     while (stack.length) {
+      // Near the call budget, the marks' calls are waited for, so that the
+      // budget is spent as when the marks came first.
+      if (r.marking?.done === false && r.calls + MARK_CALLS + READ.prefetch + 2 >= r.maxCalls) await r.marking.promise;
+      if (r.marking?.done && !this.settle()) break;
       const entry = stack[stack.length - 1];
       const { id, depth, parent, walkParent, resumed } = entry;
-      const n = this.known.get(id);
+      const n = this.known.get(id) ?? (this.wide.has(walkParent) ? await this.single(stack) : undefined);
       if (!n) {
         stack.pop(); // a child the browser no longer reports
         continue;
@@ -529,7 +697,17 @@ class Walk {
           return true;
         }
         const secret = await r.secret(n);
-        if (!resumed && (!this.match || this.match(n))) {
+        if (r.marking) {
+          // Without its marks a read may stop elsewhere than with them: it
+          // stops once they say so.
+          r.marking.added.push([n, parent, secret]);
+          const incomplete = r.truncated;
+          if (!(r.add(n, parent, secret) && this.kept.add(r.nodes.at(-1)))) {
+            r.truncated = incomplete;
+            await r.marking.promise;
+            if (!this.settle()) break;
+          }
+        } else if (!resumed && (!this.match || this.match(n))) {
           const incomplete = r.truncated;
           if (!r.add(n, this.window ? walkParent : parent, secret)) {
             if (!this.window) break;
@@ -574,7 +752,7 @@ class Walk {
         const own = this.fetchKids(n.nodeId);
         for (let j = stack.length - 1; j >= 0 && j >= stack.length - READ.prefetch; j--) {
           const next = this.known.get(stack[j].id);
-          if (next && this.needsKids(next, stack[j].depth)) this.fetchKids(next.nodeId);
+          if (next && this.needsKids(next, stack[j].depth)) this.fetchKids(next.nodeId, true);
         }
         const res = await own;
         if (res === undefined) {
@@ -594,6 +772,10 @@ class Walk {
       for (let i = kids.length - 1; i >= 0; i--) {
         stack.push({ id: kids[i], depth: depth + 1, parent: parentOfChildren, walkParent: n.nodeId });
       }
+    }
+    if (r.marking) {
+      await r.marking.promise;
+      this.settle();
     }
     return false;
   }

@@ -328,11 +328,14 @@ export function createExtension(chrome, {
         if (!isObject(r) || (r.backendNodeId !== undefined && !validNode(r.backendNodeId)) ||
             (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
-      (ctx) => oneDocument(ctx, (page) => {
-        const { frame: f, backendNodeId } = ctx.request;
-        if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId);
-        return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
-      }),
+      async (ctx) => {
+        const shown = !(await notShown(ctx.tab));
+        return oneDocument(ctx, (page) => {
+          const { frame: f, backendNodeId } = ctx.request;
+          if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId, { shown });
+          return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
+        });
+      },
       DOCUMENT,
     ),
     [METHOD.AX_FIND]: leased(

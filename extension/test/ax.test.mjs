@@ -453,8 +453,8 @@ test('a small document is read with one getFullAXTree, and reads as the walk doe
     const bulk = (await t.read()).value;
     assert.deepEqual(bulk, walked, name);
     const calls = t.chrome.commands.slice(before).map((c) => c.method).filter((m) => m !== 'Page.getFrameTree' && m !== 'DOM.describeNode');
-    // The clickable elements' snapshot, the size, the tree: nothing else.
-    assert.deepEqual(calls, ['DOMSnapshot.captureSnapshot', 'Performance.getMetrics', 'Accessibility.getFullAXTree'], name);
+    // The size, the clickable elements' snapshot, the tree: nothing else.
+    assert.deepEqual(calls, ['Performance.getMetrics', 'DOMSnapshot.captureSnapshot', 'Accessibility.getFullAXTree'], name);
   }
 });
 
@@ -593,4 +593,230 @@ test('an element clickable by the page\'s doing fills no control of the projecti
   assert.equal(r.nodes.filter((n) => n.props.clickable).length > 100, true);
   assert.ok(r.nodes.some((n) => n.axId === 'b119'), 'the 120th button was not read');
   assert.equal(r.truncated, true);
+});
+
+// lateMarks has the clickable snapshot answer only once the walk has made
+// k getChildAXNodes calls (at once for 0, and at the latest 30 ms after it
+// was asked), so that the marks come at any point of a walk.
+function lateMarks(t, k) {
+  const snapshot = t.chrome.cdp.get('DOMSnapshot.captureSnapshot');
+  const kids = t.chrome.cdp.get('Accessibility.getChildAXNodes');
+  let release;
+  let n = 0;
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', (p) => new Promise((resolve, reject) => {
+    n = 0;
+    release = () => {
+      try {
+        resolve(snapshot(p));
+      } catch (e) {
+        reject(e);
+      }
+    };
+    setTimeout(release, 30);
+    if (k === 0) release();
+  }));
+  t.chrome.cdp.set('Accessibility.getChildAXNodes', (p) => {
+    if (++n === k) release?.();
+    return kids(p);
+  });
+}
+
+test('the clickable marks are read beside the walk: whenever they come, the read is the one they give from the start', async () => {
+  // Wrappers clickable by the page's doing, each around a button and
+  // text: with their marks the projection is not full at the 120th button
+  // (the wrappers' names may take its bytes), without them it is.
+  const wrapped = [node('r', 'RootWebArea', 'A', { childIds: Array.from({ length: 300 }, (_, i) => `w${i}`), backendDOMNodeId: 1 })];
+  for (let i = 0; i < 300; i++) {
+    wrapped.push(node(`w${i}`, 'generic', '', { backendDOMNodeId: 1000 + i, childIds: [`b${i}`, `x${i}`] }));
+    wrapped.push(node(`b${i}`, 'button', `B ${i}`, { backendDOMNodeId: 2000 + i, childIds: [`t${i}`] }));
+    wrapped.push(node(`t${i}`, 'StaticText', `B ${i}`));
+    wrapped.push(node(`x${i}`, 'StaticText', `text ${i}`));
+  }
+  const marked = Array.from({ length: 300 }, (_, i) => 1000 + i);
+  // A wide list of groups that runs into the call budget, its items marked.
+  const wide = [node('1', 'list', 'L', { childIds: Array.from({ length: 600 }, (_, i) => `g${i}`), backendDOMNodeId: 1 })];
+  for (let i = 0; i < 600; i++) wide.push(node(`g${i}`, 'group', '', { childIds: [`c${i}`], backendDOMNodeId: 10 + i }), node(`c${i}`, 'text', `${i}`));
+  const cases = {
+    wrapped: { nodes: wrapped, marked },
+    buttons: { nodes: buttons(300), marked: Array.from({ length: 300 }, (_, i) => i + 1) },
+    wide: { nodes: wide, marked: Array.from({ length: 600 }, (_, i) => 10 + i) },
+    mixed: { nodes: trees().mixed, marked: [30, 60] },
+  };
+  for (const [name, { nodes, marked: ids }] of Object.entries(cases)) {
+    const reads = [];
+    for (const k of [0, 1, 2, 10, 100, 250, 1000]) {
+      const t = await granted();
+      t.chrome.cdp.set('DOM.describeNode', () => ({ node: { nodeName: 'INPUT', attributes: ['type', 'text'] } }));
+      serve(t, nodes);
+      t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ strings: ['F1', 'DIV'], documents: [{ frameId: 0, nodes: {
+        backendNodeId: [1, ...ids], parentIndex: [-1, ...ids.map(() => 0)], nodeType: [9, ...ids.map(() => 1)], nodeName: [1, ...ids.map(() => 1)],
+        isClickable: { index: ids.map((_, i) => i + 1) } } }] }));
+      // The listener read answers too: its calls count toward the budget.
+      t.chrome.cdp.set('DOM.resolveNode', () => ({ object: { objectId: 'doc' } }));
+      t.chrome.cdp.set('DOMDebugger.getEventListeners', () => ({ listeners: [] }));
+      t.chrome.cdp.set('Runtime.releaseObject', () => ({}));
+      lateMarks(t, k);
+      const before = t.chrome.commands.length;
+      const id = t.request('ax.read', { lease: t.lease(1), request: {} });
+      for (let i = 0; i < 2000 && !t.port.response(id); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+      const res = t.port.response(id);
+      assert.equal(res?.ok, true, `${name}: ${JSON.stringify(res)}`);
+      const r = res.value;
+      await new Promise((resolve) => setTimeout(resolve, 0)); // the release of the listener read
+      const calls = t.chrome.commands.slice(before).filter((c) => c.method !== 'Page.getFrameTree').length;
+      reads.push({ k, r, calls });
+    }
+    for (const { k, r, calls } of reads.slice(1)) {
+      assert.deepEqual(r, reads[0].r, `${name}: marks after ${k} calls`);
+      assert.equal(calls, reads[0].calls, `${name}: marks after ${k} calls`);
+    }
+    assert.ok(reads[0].r.nodes.some((n) => n.props.clickable), name);
+    assert.ok(reads[0].calls <= BUDGET.calls, name);
+  }
+});
+
+test('a wide node\'s children come one by one by their DOM node, and the read is the one of all at once', async () => {
+  // IDs as Chromium's: a DOM node's AX node has its backend node ID.
+  const el = (id, role, name, extra = {}) => node(String(id), role, name, { backendDOMNodeId: id, ...extra });
+  const page = (kids, more) => [el(1, 'RootWebArea', 'A', { childIds: ['2'] }), el(2, 'main', '', { childIds: kids.map(String) }), ...more];
+  // Sections of buttons, then 990 paragraphs: the projection is full
+  // within the sections.
+  const sections = [];
+  const sectionIds = Array.from({ length: 10 }, (_, s) => 100 + s);
+  sectionIds.forEach((id, s) => {
+    const buttonIds = Array.from({ length: 30 }, (_, i) => 1000 + s * 100 + i);
+    sections.push(el(id, 'region', `S ${s}`, { childIds: buttonIds.map(String) }));
+    for (const b of buttonIds) sections.push(el(b, 'button', `B ${b}`, { childIds: [`${b + 50_000}`] }), el(b + 50_000, 'StaticText', `B ${b}`));
+  });
+  const paragraphs = Array.from({ length: 990 }, (_, i) => 200_000 + i);
+  const big = page([...sectionIds, ...paragraphs], [...sections,
+    ...paragraphs.flatMap((p) => [el(p, 'paragraph', '', { childIds: [`${p + 1_000_000}`] }), el(p + 1_000_000, 'StaticText', `Paragraph ${p}`)])]);
+  // Ignored children with children, children without a DOM node (negative
+  // IDs) and children that went away, all read whole.
+  const odd = [];
+  const oddIds = Array.from({ length: 100 }, (_, i) => (i % 10 === 3 ? -(i + 1) : 3000 + i));
+  for (const id of oddIds) {
+    if (id % 7 === 0) continue; // gone
+    if (id < 0) odd.push(node(String(id), 'StaticText', `pseudo ${id}`));
+    else if (id % 2) odd.push({ nodeId: String(id), backendDOMNodeId: id, ignored: true, role: { value: 'none' }, childIds: [`${id + 10_000}`] }, el(id + 10_000, 'link', `L ${id}`));
+    else odd.push(el(id, 'checkbox', `C ${id}`));
+  }
+  const gone = page(oddIds, odd);
+  // Three wide lists, all read: the singles run out in the second.
+  const lists = [];
+  const listIds = [500, 501, 502];
+  listIds.forEach((l, k) => {
+    const items = Array.from({ length: 70 }, (_, i) => 5000 + k * 100 + i);
+    lists.push(el(l, 'list', `L ${k}`, { childIds: items.map(String) }), ...items.map((i) => el(i, 'listitem', '')));
+  });
+  const many = page(listIds, lists);
+  const cases = { big, gone, many };
+  for (const [name, nodes] of Object.entries(cases)) {
+    const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+    const answers = [];
+    for (const wide of [Infinity, READ.wide]) {
+      const t = await granted();
+      serve(t, nodes);
+      // getChildAXNodes lists an ignored child's children too, as Chromium does.
+      t.chrome.cdp.set('Accessibility.getChildAXNodes', ({ id }) => ({ nodes: (byId.get(id).childIds ?? []).flatMap((c) => {
+        const n = byId.get(c);
+        if (!n) return [];
+        return n.ignored ? [n, ...(n.childIds ?? []).map((k) => byId.get(k))] : [n];
+      }) }));
+      t.chrome.cdp.set('Accessibility.getPartialAXTree', ({ backendNodeId, fetchRelatives }) => {
+        assert.equal(fetchRelatives, false);
+        const n = byId.get(String(backendNodeId));
+        if (!n) throw new Error('No node with given id found');
+        return { nodes: [n] };
+      });
+      const saved = READ.wide;
+      READ.wide = wide;
+      try {
+        answers.push({ r: (await t.read()).value, single: t.calls('Accessibility.getPartialAXTree'), all: t.chrome.commands.filter((c) => c.method === 'Accessibility.getChildAXNodes' && c.params.id === '2').length });
+      } finally {
+        READ.wide = saved;
+      }
+    }
+    const [whole, single] = answers;
+    assert.deepEqual(single.r, whole.r, name);
+    assert.ok(single.single > 0, name);
+    assert.ok(single.single <= READ.singles, name);
+    if (name === 'big') {
+      assert.equal(single.all, 0, 'the paragraphs were never fetched');
+      assert.equal(whole.r.truncated, true);
+    }
+    if (name === 'gone') assert.equal(single.all, 1, 'what could not come singly came with all the children');
+  }
+});
+
+test('a subtree of a shown tab is read with one queryAXTree, and the read is the walk\'s', async () => {
+  const el = (id, role, name, extra = {}) => node(String(id), role, name, { backendDOMNodeId: id, ...extra });
+  // Sections of list items, each an ignored wrapper around a StaticText
+  // and its inline text box; a section's DOM subtree is 31 nodes.
+  const nodes = [el(1, 'RootWebArea', 'A', { childIds: ['2'] }), el(2, 'main', '', { childIds: ['10', '11', '12', '13', '14'] })];
+  for (let s = 10; s < 15; s++) {
+    const items = Array.from({ length: 10 }, (_, i) => s * 100 + i * 3);
+    nodes.push(el(s, 'list', `L ${s}`, { childIds: items.map(String) }));
+    for (const i of items) {
+      nodes.push({ nodeId: String(i), backendDOMNodeId: i, ignored: true, role: { value: 'none' }, childIds: [String(i + 1)] });
+      nodes.push(el(i + 1, 'StaticText', `item ${i}`, { childIds: [`-${i}`] }), node(`-${i}`, 'InlineTextBox', `item ${i}`));
+    }
+  }
+  const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+  // The DOM: every AX node of a DOM node, under its nearest such ancestor.
+  const parentOf = new Map(nodes.flatMap((n) => (n.childIds ?? []).map((c) => [c, n.nodeId])));
+  const dom = nodes.filter((n) => n.backendDOMNodeId);
+  const snapshot = (owners) => ({ strings: ['F1', 'DIV', 'IFRAME'], documents: [{ frameId: 0, nodes: {
+    backendNodeId: dom.map((n) => n.backendDOMNodeId), parentIndex: dom.map((n) => dom.findIndex((p) => p.nodeId === parentOf.get(n.nodeId))),
+    nodeType: dom.map(() => 1), nodeName: dom.map((n) => (owners && n.nodeId === '14' ? 2 : 1)) } }] });
+  // queryAXTree gives an ignored node its own role (here one the walk
+  // would not look under) where the other calls say none.
+  const subtree = (id) => {
+    const n = byId.get(id);
+    const self = n.ignored ? { ...n, role: { type: 'role', value: 'StaticText' }, name: { type: 'computedString', value: '' } } : n;
+    return [self, ...(n.childIds ?? []).flatMap(subtree)];
+  };
+  const read = async ({ shown = true, owners = false, answer = true } = {}) => {
+    const t = await granted();
+    serve(t, nodes);
+    t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => snapshot(owners));
+    t.chrome.cdp.set('Accessibility.queryAXTree', ({ backendNodeId, accessibleName, role }) => {
+      assert.deepEqual([accessibleName, role], [undefined, undefined]);
+      if (answer === 'fail') throw new Error('Node not found');
+      return answer ? { nodes: subtree(String(backendNodeId)) } : new Promise(() => {});
+    });
+    if (!shown) t.chrome.tabs_.get(1).active = false;
+    const id = t.request('ax.read', { lease: t.lease(1), request: {} });
+    for (let i = 0; i < 2000 && !t.port.response(id); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    const res = t.port.response(id);
+    assert.equal(res?.ok, true, JSON.stringify(res));
+    return { r: res.value, queries: t.chrome.commands.filter((c) => c.method === 'Accessibility.queryAXTree').map((c) => c.params.backendNodeId),
+      kids: t.calls('Accessibility.getChildAXNodes') };
+  };
+  const walked = await read({ shown: false });
+  assert.deepEqual(walked.queries, [], 'a tab not shown is walked');
+  assert.equal(walked.r.nodes.length, 2 + 5 + 50);
+  // Shown: a section (31 DOM nodes) in one call once the snapshot told
+  // the sizes; main (157) is past READ.subtreeMax here.
+  const saved = { ...READ };
+  try {
+    READ.subtreeMax = 100;
+    const queried = await read();
+    assert.deepEqual(queried.r, walked.r);
+    assert.ok(queried.queries.length >= 1 && queried.queries.every((b) => b >= 10 && b < 15), `${queried.queries}`);
+    assert.ok(queried.kids < walked.kids, `${queried.kids} < ${walked.kids}`);
+    // A document with frames: walked.
+    assert.deepEqual((await read({ owners: true })).queries, []);
+    // A query that fails, or one never answered: the walk goes on the
+    // other way.
+    const failed = await read({ answer: 'fail' });
+    assert.deepEqual(failed.r, walked.r);
+    assert.ok(failed.queries.length >= 1);
+    READ.subtreeWait = 20;
+    const late = await read({ answer: false });
+    assert.deepEqual(late.r, walked.r);
+    assert.ok(late.queries.length >= 1);
+  } finally {
+    Object.assign(READ, saved);
+  }
 });
