@@ -176,8 +176,8 @@ func (h *Hub) setCredential(ctx context.Context, _ service.Client, params json.R
 }
 
 // providerRevokeTimeout bounds the revocation at an OAuth provider that a
-// revocation here waits for.
-const providerRevokeTimeout = 5 * time.Second
+// revocation here waits for (a variable for tests).
+var providerRevokeTimeout = 5 * time.Second
 
 func (h *Hub) revokeClient(ctx context.Context, _ service.Client, params json.RawMessage) (any, error) {
 	var p apps.SlotParams

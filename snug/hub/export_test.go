@@ -17,3 +17,11 @@ func SetSQLTimeout(d time.Duration) func() {
 	sqlTimeout = d
 	return func() { sqlTimeout = old }
 }
+
+// SetProviderRevokeTimeout lowers the bound on a revocation at an OAuth
+// provider for a test and returns the function that restores it.
+func SetProviderRevokeTimeout(d time.Duration) func() {
+	old := providerRevokeTimeout
+	providerRevokeTimeout = d
+	return func() { providerRevokeTimeout = old }
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/snug/apps"
@@ -313,10 +314,14 @@ func TestOAuthSignInInTheTab(t *testing.T) {
 		t.Fatal(err)
 	}
 	var challenge, revoked atomic.Value
+	var stuck atomic.Bool // the provider's revocation endpoint never answers
 	srv, err := ssrftest.Serve(ca, []string{"api.cal.example", "auth.cal.example"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Host == "auth.cal.example" && r.URL.Path == "/revoke" {
 			r.ParseForm()
 			revoked.Store(r.PostForm.Encode())
+			if stuck.Load() {
+				<-r.Context().Done()
+			}
 			return
 		}
 		if r.Host == "auth.cal.example" {
@@ -346,33 +351,40 @@ func TestOAuthSignInInTheTab(t *testing.T) {
 	tb := h.attach("tab", appID)
 	inst := h.ready(tb)
 	ctx := t.Context()
-	d := call[apps.Connection](t, c, apps.MethodConnectionDeclare, apps.DeclareParams{App: appID, Requirement: `{"slot":"cal","provider":{"name":"Cal"},
+	const redirect = "https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/"
+	// authorize declares and approves a slot's connection, and returns the
+	// state of its authorize URL; complete comes back with a code for it.
+	authorize := func(slot string) string {
+		d := call[apps.Connection](t, c, apps.MethodConnectionDeclare, apps.DeclareParams{App: appID, Requirement: `{"slot":"` + slot + `","provider":{"name":"Cal"},
 		"kind":"oauth2_auth_code","fields":[{"key":"client_id","label":"Client ID","type":"text"}],
 		"endpoints":{"authorizeUrl":"https://auth.cal.example/authorize","tokenUrl":"https://auth.cal.example/token",
 		"revokeUrl":"https://auth.cal.example/revoke"},"declaredApiHosts":["api.cal.example"]}`})
-	if _, err := h.conn.Call(ctx, apps.ProviderApprove, apps.ApproveParams{Runner: "tab", Slot: "cal", Reviewed: string(d.Requirement),
-		Credentials: map[string]string{"client_id": "cal-client"}}); err != nil {
-		t.Fatal(err)
+		if _, err := h.conn.Call(ctx, apps.ProviderApprove, apps.ApproveParams{Runner: "tab", Slot: slot, Reviewed: string(d.Requirement),
+			Credentials: map[string]string{"client_id": "cal-client"}}); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := h.conn.Call(ctx, apps.ProviderAuthorize, apps.AuthorizeParams{Runner: "tab", Slot: slot, RedirectURI: redirect})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ar apps.AuthorizeResult
+		json.Unmarshal(raw, &ar)
+		u, _ := url.Parse(ar.URL)
+		challenge.Store(u.Query().Get("code_challenge"))
+		if u.Host != "auth.cal.example" || u.Query().Get("code_challenge_method") != "S256" {
+			t.Fatalf("authorize URL %s", ar.URL)
+		}
+		return u.Query().Get("state")
 	}
-	const redirect = "https://abcdefghijklmnopabcdefghijklmnop.chromiumapp.org/"
-	raw, err := h.conn.Call(ctx, apps.ProviderAuthorize, apps.AuthorizeParams{Runner: "tab", Slot: "cal", RedirectURI: redirect})
-	if err != nil {
-		t.Fatal(err)
+	complete := func(slot, state string) (json.RawMessage, error) {
+		return h.conn.Call(ctx, apps.ProviderComplete, apps.CompleteParams{Runner: "tab", Slot: slot,
+			Callback: redirect + "?code=the-code&state=" + url.QueryEscape(state)})
 	}
-	var ar apps.AuthorizeResult
-	json.Unmarshal(raw, &ar)
-	u, _ := url.Parse(ar.URL)
-	challenge.Store(u.Query().Get("code_challenge"))
-	if u.Host != "auth.cal.example" || u.Query().Get("code_challenge_method") != "S256" {
-		t.Fatalf("authorize URL %s", ar.URL)
-	}
-	state := u.Query().Get("state")
-	if _, err := h.conn.Call(ctx, apps.ProviderComplete, apps.CompleteParams{Runner: "tab", Slot: "cal",
-		Callback: redirect + "?code=the-code&state=" + url.QueryEscape(state+"x")}); err == nil {
+	state := authorize("cal")
+	if _, err := complete("cal", state+"x"); err == nil {
 		t.Fatal("a forged state signed in")
 	}
-	raw, err = h.conn.Call(ctx, apps.ProviderComplete, apps.CompleteParams{Runner: "tab", Slot: "cal",
-		Callback: redirect + "?code=the-code&state=" + url.QueryEscape(state)})
+	raw, err := complete("cal", state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,5 +410,28 @@ func TestOAuthSignInInTheTab(t *testing.T) {
 	}
 	if strings.Contains(e.log.String(), "cal-token-1") || strings.Contains(e.log.String(), "the-code") {
 		t.Fatal("a token or the code is in the log")
+	}
+
+	// A provider that never answers the revocation does not hold up the
+	// user's: past providerRevokeTimeout (lowered here) the connection is
+	// revoked here all the same, and the log says the provider did not.
+	if _, err := complete("cal2", authorize("cal2")); err != nil {
+		t.Fatal(err)
+	}
+	stuck.Store(true)
+	const bound = 300 * time.Millisecond
+	defer hub.SetProviderRevokeTimeout(bound)()
+	start := time.Now()
+	raw, err = h.conn.Call(ctx, apps.ProviderRevoke, apps.RunnerSlotParams{Runner: "tab", Slot: "cal2"})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(raw, &v)
+	if v.Status != "revoked" || took < bound || took > bound+4*time.Second {
+		t.Fatalf("revoked %s after %v with the provider stuck, want revoked after about %v", raw, took, bound)
+	}
+	if !strings.Contains(e.log.String(), "the provider did not revoke the connection's token") {
+		t.Fatalf("the log does not say the provider did not revoke:\n%s", e.log.String())
 	}
 }
