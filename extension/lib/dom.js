@@ -242,9 +242,16 @@ export const HIDDEN_IDENTITY = `function () {
 }`;
 
 // ANIMATING tells, on a document, whether an animation of a finite length
-// (a CSS transition, a list sliding its items aside) is running in it.
+// (a CSS transition, a list sliding its items aside) is running in it,
+// once the page has drawn its next frame (at most 100 ms later: a hidden
+// tab draws none): what the last input starts, a page often does in its
+// next frame, and a busy renderer draws it late.
 export const ANIMATING = `function () {
-  return this.getAnimations().some((a) => a.playState === 'running' && Number.isFinite(a.effect?.getComputedTiming().endTime));
+  return new Promise((resolve) => {
+    const check = () => resolve(this.getAnimations().some((a) => a.playState === 'running' && Number.isFinite(a.effect?.getComputedTiming().endTime)));
+    const late = setTimeout(check, 100);
+    requestAnimationFrame(() => { clearTimeout(late); check(); });
+  });
 }`;
 
 // worldsOf keeps one isolated world per frame document of a gate.
@@ -292,7 +299,7 @@ export async function callOn(gate, send, frame, backendNodeId, fn, args = []) {
     }
     try {
       const res = await send('Runtime.callFunctionOn', {
-        objectId, functionDeclaration: fn, arguments: args.map((value) => ({ value })), returnByValue: true,
+        objectId, functionDeclaration: fn, arguments: args.map((value) => ({ value })), returnByValue: true, awaitPromise: true,
       });
       if (res.exceptionDetails) fail('STALE_TARGET');
       return res.result?.value;

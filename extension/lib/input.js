@@ -71,9 +71,10 @@ function chordEvents(key, modifiers) {
 const DRAG_STEPS = 10;
 // At its end a drag holds, as a hand does, while the page's animations of a
 // finite length run (a sortable list sliding its items aside, which ignores
-// the pointer meanwhile), at most DRAG_SETTLE_MS, looking every
-// SETTLE_POLL_MS; then it moves there once more, so that such a page sees
-// where it ends, and releases.
+// the pointer meanwhile), looking every SETTLE_POLL_MS; then it moves there
+// once more, so that such a page sees where it ends, holds again while
+// that move's effects run, and releases. Both holds last DRAG_SETTLE_MS at
+// most together.
 const DRAG_SETTLE_MS = 1000;
 const SETTLE_POLL_MS = 16;
 const SETTLE = 'settle';
@@ -208,7 +209,7 @@ function events(kind, r) {
       for (let i = 1; i <= DRAG_STEPS; i++) {
         steps.push(move(r.x + ((r.toX - r.x) * i) / DRAG_STEPS, r.y + ((r.toY - r.y) * i) / DRAG_STEPS, 1));
       }
-      steps.push([SETTLE], move(r.toX, r.toY, 1), release(r.toX, r.toY, 1));
+      steps.push([SETTLE], move(r.toX, r.toY, 1), [SETTLE], release(r.toX, r.toY, 1));
       return steps;
     }
     case 'wheel':
@@ -231,10 +232,10 @@ function events(kind, r) {
   }
 }
 
-// settle waits, for at most DRAG_SETTLE_MS, until no animation of a finite
-// length runs in the frame's document; one it cannot ask about ends the wait.
-async function settle(gate, send, frame, { now, timers }) {
-  const until = now() + DRAG_SETTLE_MS;
+// settle waits, until the time until at most, until no animation of a
+// finite length runs in the frame's document; one it cannot ask about ends
+// the wait.
+async function settle(gate, send, frame, { now, timers }, until) {
   try {
     while (now() < until && (await callOn(gate, send, frame, undefined, ANIMATING)) === true) {
       await new Promise((resolve) => timers.setTimeout(resolve, SETTLE_POLL_MS));
@@ -350,10 +351,12 @@ export async function dispatch(kind, gate, send, r, current = async () => gate.e
   if (r.documentEpoch !== (await current())) fail('STALE_TARGET'); // navigated while we checked
 
   let sent = 0;
+  let until; // the end of a drag's holds: DRAG_SETTLE_MS after the first
   try {
     for (const [step, params] of events(kind, r)) {
       if (step === SETTLE) {
-        await settle(gate, send, frame, clock);
+        until ??= clock.now() + DRAG_SETTLE_MS;
+        await settle(gate, send, frame, clock, until);
       } else if (step.startsWith('function')) {
         // A fixed function on the target: a code means it changed nothing.
         const code = await callOn(gate, send, frame, t?.backendNodeId, step, params);

@@ -362,7 +362,7 @@ test('a drag presses on the target, moves in ten steps to the drop point, holds 
     .map((c) => (c.method.startsWith('Input.') ? `${c.params.type}@${c.params.x},${c.params.y}/${c.params.buttons}` : 'animating?'));
   assert.deepEqual(steps, ['mouseMoved@0,0/0', 'mousePressed@0,0/1',
     ...Array.from({ length: 10 }, (_, i) => `mouseMoved@${(i + 1) * 10},${(i + 1) * 5}/1`),
-    'animating?', 'animating?', 'animating?', 'animating?', 'mouseMoved@100,50/1', 'mouseReleased@100,50/0']);
+    'animating?', 'animating?', 'animating?', 'animating?', 'mouseMoved@100,50/1', 'animating?', 'mouseReleased@100,50/0']);
   // The drop point is hit-tested against the element it drops on, whose
   // identity is checked too.
   at = 99;
@@ -371,7 +371,8 @@ test('a drag presses on the target, moves in ten steps to the drop point, holds 
   // By an offset: no drop target, no check there.
   assert.equal((await t.input('drag', { x: 0, y: 0, toX: 100, toY: 50 })).ok, true);
   assert.equal(t.dispatched().length, 28);
-  // An animation that never ends holds the drag for DRAG_SETTLE_MS (1 s) only.
+  // An animation that never ends holds the drag for DRAG_SETTLE_MS (1 s)
+  // only, both holds together.
   animating = Infinity;
   const start = t.timers.now;
   assert.equal((await drag({ x: 0, y: 0, toX: 100, toY: 50 })).ok, true);
