@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/mcpserver"
 	"github.com/dsh-browser/broker/test/harness/stack"
+	"github.com/dsh-browser/broker/test/harness/testenv"
 )
 
 // host is an MCP host in the test: an SDK client session, and what it was
@@ -286,7 +287,7 @@ func TestWithBroker(t *testing.T) {
 	})
 
 	t.Run("a page's frames are listed only when it has some", func(t *testing.T) {
-		var calls syncBuffer
+		var calls testenv.SyncBuffer
 		srv := mcpserver.New(mcpserver.Options{RuntimeDir: s.B.RuntimeDir,
 			Logger: slog.New(slog.NewTextHandler(&calls, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		t.Cleanup(func() { srv.Close() })
@@ -456,22 +457,4 @@ func TestWithBroker(t *testing.T) {
 			t.Fatalf("browser_list after the restart: %s", out)
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
