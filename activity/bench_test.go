@@ -10,7 +10,8 @@ import (
 )
 
 // BenchmarkAction is what the log costs one action: a begin record written
-// and synced (before the journal's intent), then an end record written. It
+// and synced (Begin; the broker syncs it beside the journal's intent with
+// BeginSyncing), then an end record written. It
 // reports the median and the 99th percentile (ms/op-p50, ms/op-p99) beside
 // the mean, as the journal's BenchmarkActionCost does; the file is in the
 // test's temp directory (TMPDIR moves it).
