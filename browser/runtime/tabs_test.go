@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -141,6 +142,28 @@ func TestPlainHTTPOrigin(t *testing.T) {
 		"https://", "ftp://a/", "https://a/\n", "https://[::1]/", "https://a_b/"} {
 		if got, ok := plainHTTPOrigin(raw); ok {
 			t.Errorf("plainHTTPOrigin(%q) = %q, want it left to url.Parse", raw, got)
+		}
+	}
+}
+
+// BenchmarkDecodeTabs decodes the benchmark provider's list of five tabs
+// (test/bench), and lists it as browser.tabs does.
+func BenchmarkDecodeTabs(b *testing.B) {
+	tabs := make([]browser.TabSummary, 5)
+	for i := range tabs {
+		n := strconv.Itoa(i + 1)
+		tabs[i] = browser.TabSummary{ID: "inst:" + n, InstanceID: "inst", URL: "https://site" + n + ".example/path/to/page?q=" + n, Title: "Example page " + n}
+	}
+	raw, err := json.Marshal(tabs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Runtime{cfg: Config{Personal: true}}
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := decodeTabs(raw)
+		if err != nil || len(got) != 5 || !r.allowedURL(got[4].URL) {
+			b.Fatal(got, err)
 		}
 	}
 }
