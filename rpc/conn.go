@@ -685,6 +685,15 @@ func (c *Conn) OrderIncoming() {
 // value, or a *wire.Error carrying the response's code. If ctx ends first, a
 // cancel is sent and the late reply will be ignored.
 func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return c.CallWithin(ctx, 0, method, params)
+}
+
+// CallWithin is Call that also ends, when d > 0, once d has passed without
+// a response: the request is cancelled as when ctx ends, and the error is
+// context.DeadlineExceeded, as if ctx had a deadline d from now. It costs
+// one timer, where a context of that deadline costs several allocations
+// and a place among its parent's children.
+func (c *Conn) CallWithin(ctx context.Context, d time.Duration, method string, params any) (json.RawMessage, error) {
 	data := json.RawMessage("{}")
 	if params != nil {
 		var err error
@@ -738,6 +747,12 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		return nil, wire.Err(wire.CodeQueueFull)
 	}
 
+	var expired <-chan time.Time // nil: never
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case resp, ok := <-ch:
 		if !ok {
@@ -748,10 +763,19 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		}
 		return resp.Value, nil
 	case <-ctx.Done():
-		forget()
-		if cancel, err := encodeFrame(wire.Cancel(id)); err == nil {
-			_ = c.enqueue(cancel) // best effort: the peer may already be gone
-		}
+		c.abandon(id, forget)
 		return nil, ctx.Err()
+	case <-expired:
+		c.abandon(id, forget)
+		return nil, context.DeadlineExceeded
+	}
+}
+
+// abandon gives up on the call id: its reply will be ignored, and the peer
+// is asked to cancel it.
+func (c *Conn) abandon(id string, forget func()) {
+	forget()
+	if cancel, err := encodeFrame(wire.Cancel(id)); err == nil {
+		_ = c.enqueue(cancel) // best effort: the peer may already be gone
 	}
 }

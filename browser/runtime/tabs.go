@@ -67,8 +67,6 @@ func (r *Runtime) listTabs(ctx context.Context, instanceID string) ([]browser.Ta
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, ProviderTimeout)
-	defer cancel()
 	listed, err := callTabsList(ctx, prov)
 	if err != nil {
 		return nil, err
