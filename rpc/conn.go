@@ -691,8 +691,8 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 // CallWithin is Call that also ends, when d > 0, once d has passed without
 // a response: the request is cancelled as when ctx ends, and the error is
 // context.DeadlineExceeded, as if ctx had a deadline d from now. It costs
-// one timer, where a context of that deadline costs several allocations
-// and a place among its parent's children.
+// a timer kept from one call to the next, where a context of that deadline
+// costs several allocations and a place among its parent's children.
 func (c *Conn) CallWithin(ctx context.Context, d time.Duration, method string, params any) (json.RawMessage, error) {
 	data := json.RawMessage("{}")
 	if params != nil {
@@ -749,8 +749,12 @@ func (c *Conn) CallWithin(ctx context.Context, d time.Duration, method string, p
 
 	var expired <-chan time.Time // nil: never
 	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
+		t := timers.Get().(*time.Timer)
+		t.Reset(d)
+		defer func() {
+			t.Stop() // and no value left in t.C to be read later (Go 1.23)
+			timers.Put(t)
+		}()
 		expired = t.C
 	}
 	select {
@@ -770,6 +774,13 @@ func (c *Conn) CallWithin(ctx context.Context, d time.Duration, method string, p
 		return nil, context.DeadlineExceeded
 	}
 }
+
+// timers are CallWithin's timers, stopped, kept for the next call.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // abandon gives up on the call id: its reply will be ignored, and the peer
 // is asked to cancel it.

@@ -339,6 +339,16 @@ func TestCallWithin(t *testing.T) {
 	if rpc.CodeOf(context.DeadlineExceeded) != wire.CodeDeadlineExceeded {
 		t.Fatal("an expired call is not answered DEADLINE_EXCEEDED")
 	}
+
+	// The expired timer, kept for the next call, does not end it.
+	go func() {
+		req := p.read()
+		time.Sleep(d)
+		p.send(wire.Success(req.ID, json.RawMessage(`"later"`)))
+	}()
+	if v, err := c.CallWithin(context.Background(), 10*time.Second, "after", nil); err != nil || string(v) != `"later"` {
+		t.Fatalf("call after an expired one: %s, %v", v, err)
+	}
 }
 
 func TestMalformedEnvelopeClosesAndFailsPendingCalls(t *testing.T) {
