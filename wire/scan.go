@@ -587,19 +587,6 @@ func String(raw []byte) (string, error) {
 	return unquote(raw)
 }
 
-// AppendUnquoted appends the value of the JSON string raw to b, decoded
-// as String decodes it; plain ASCII without escapes is copied as it is.
-func AppendUnquoted(b, raw []byte) ([]byte, error) {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plain(raw[1:len(raw)-1]) {
-		return append(b, raw[1:len(raw)-1]...), nil
-	}
-	s, err := String(raw)
-	if err != nil {
-		return b, err
-	}
-	return append(b, s...), nil
-}
-
 // AppendString appends s to b as a JSON string, escaped as encoding/json
 // escapes it.
 func AppendString(b []byte, s string) []byte { return appendString(b, s) }

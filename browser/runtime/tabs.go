@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/wire"
@@ -56,8 +58,9 @@ func decodeTabsParams(params json.RawMessage) (browser.TabsParams, error) {
 		return nil
 	})
 	if err != nil {
-		in = browser.TabsParams{}
-		return in, decodeParams(params, &in)
+		var slow browser.TabsParams // its own: in stays on the stack
+		err := decodeParams(params, &slow)
+		return slow, err
 	}
 	return in, nil
 }
@@ -99,8 +102,9 @@ func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
 		return nil, nil
 	}
 	// Each field's text is appended to text, and its end offset kept in
-	// ends, four a tab; the strings are cut from one copy of text after.
-	text := make([]byte, 0, len(raw)) // room enough unless invalid UTF-8 grows into U+FFFD
+	// ends, four a tab; the strings are cut from text's one string after.
+	var text strings.Builder
+	text.Grow(len(raw)) // room enough unless invalid UTF-8 grows into U+FFFD
 	ends := make([]int, 0, 32)
 	err := wire.Elements(raw, func(elem []byte) error {
 		var values [4][]byte // id, instanceId, url, title; nil when absent or null
@@ -128,19 +132,24 @@ func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
 		})
 		for _, v := range values {
 			if v != nil {
-				var perr error
-				if text, perr = wire.AppendUnquoted(text, v); perr != nil && err == nil {
+				// v is a string Elements checked: without escapes, and in
+				// valid UTF-8, its text is its value.
+				if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+					text.Write(inner)
+				} else if s, perr := wire.String(v); perr == nil {
+					text.WriteString(s)
+				} else if err == nil {
 					err = errNotAString
 				}
 			}
-			ends = append(ends, len(text))
+			ends = append(ends, text.Len())
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	all := string(text)
+	all := text.String()
 	tabs := make([]browser.TabSummary, len(ends)/4)
 	start := 0
 	field := func(i int) string {
