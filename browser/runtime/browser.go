@@ -166,8 +166,9 @@ func httpURL(raw string) (*url.URL, bool) {
 // no control character and no "%". Such a URL is one url.Parse takes
 // (nothing in it can be a bad escape, a port, user information or an
 // invalid host), with that scheme and host, so httpURL would say yes with
-// this origin. Anything else is not known here (ok false): a tab list's
-// five url.Parse calls were a fifth of its allocations.
+// this origin. Anything else is not known here (ok false). A browser.tabs
+// round trip parsed every tab's URL: five url.Parse calls, 5 of its 73
+// allocations.
 func plainHTTPOrigin(raw string) (origin string, ok bool) {
 	rest, found := strings.CutPrefix(raw, "https://")
 	if !found {
