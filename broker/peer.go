@@ -233,6 +233,11 @@ func (p *peer) Call(ctx context.Context, method string, params any) (json.RawMes
 	return p.conn.Call(ctx, method, params)
 }
 
+// CallWithin sends a request to the peer that fails past d.
+func (p *peer) CallWithin(ctx context.Context, d time.Duration, method string, params any) (json.RawMessage, error) {
+	return p.conn.CallWithin(ctx, d, method, params)
+}
+
 // The service.Provider side of a provider peer.
 
 func (p *peer) InstanceID() string      { return p.state.Load().hello.Instance.ID }

@@ -413,7 +413,7 @@ func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Reques
 			c.log.Error("request failed with an unexpected error", "method", req.Method, "err", err)
 		}
 	}
-	reply := c.replyFor(req.ID, value, err)
+	frame, ferr := c.replyFrame(req.ID, value, err)
 
 	// Remove the ID from the in-flight set before answering, so a peer that
 	// sends its next request as soon as it reads this reply is not refused.
@@ -421,7 +421,7 @@ func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Reques
 	delete(c.incoming, req.ID)
 	c.mu.Unlock()
 	cancel()
-	if err := c.sendReply(reply, req.onReply); err != nil {
+	if err := c.queueReply(frame, ferr, req.ID, req.onReply); err != nil {
 		c.close(err)
 	}
 }
@@ -434,19 +434,25 @@ type JSONAppender interface {
 	AppendJSON(dst []byte) []byte
 }
 
-func (c *Conn) replyFor(id string, value any, err error) *wire.Envelope {
+// replyFrame encodes the reply to request id as one frame.
+func (c *Conn) replyFrame(id string, value any, err error) ([]byte, error) {
 	if err != nil {
-		return wire.Failure(id, CodeOf(err))
+		return encodeFrame(wire.Failure(id, CodeOf(err)))
 	}
 	if a, ok := value.(JSONAppender); ok {
-		return wire.Success(id, a.AppendJSON(nil))
+		// Appended in place, behind the frame header (see encodeFrame).
+		frame, err := wire.AppendSuccess(make([]byte, frames.HeaderSize, 64+len(id)), id, a.AppendJSON)
+		if err == nil {
+			err = frames.Seal(frame)
+		}
+		return frame, err
 	}
 	data, merr := json.Marshal(value)
 	if merr != nil {
 		c.log.Error("handler returned an unencodable value", "id", id, "err", merr)
-		return wire.Failure(id, wire.CodeInternalError)
+		return encodeFrame(wire.Failure(id, wire.CodeInternalError))
 	}
-	return wire.Success(id, data)
+	return encodeFrame(wire.Success(id, data))
 }
 
 // CodeOf maps an error to the registry code it is answered with.
@@ -480,9 +486,19 @@ func encodeFrame(env *wire.Envelope) ([]byte, error) {
 // replaced by QUEUE_FULL; a backed-up peer closes the connection.
 func (c *Conn) sendReply(env *wire.Envelope, onQueue func()) error {
 	frame, err := encodeFrame(env)
-	if tooLarge, ok := errors.AsType[*frames.TooLargeError](err); ok && env.Type == wire.TypeResponse {
-		c.log.Warn("response exceeds the frame limit", "id", env.ID, "bytes", tooLarge.Length)
-		frame, err = encodeFrame(wire.Failure(env.ID, wire.CodeQueueFull))
+	responseID := ""
+	if env.Type == wire.TypeResponse {
+		responseID = env.ID
+	}
+	return c.queueReply(frame, err, responseID, onQueue)
+}
+
+// queueReply is sendReply of the frame (and its encoding error) of a
+// response to request responseID, or of an event when responseID is "".
+func (c *Conn) queueReply(frame []byte, err error, responseID string, onQueue func()) error {
+	if tooLarge, ok := errors.AsType[*frames.TooLargeError](err); ok && responseID != "" {
+		c.log.Warn("response exceeds the frame limit", "id", responseID, "bytes", tooLarge.Length)
+		frame, err = encodeFrame(wire.Failure(responseID, wire.CodeQueueFull))
 	}
 	if err != nil {
 		return err
@@ -669,6 +685,15 @@ func (c *Conn) OrderIncoming() {
 // value, or a *wire.Error carrying the response's code. If ctx ends first, a
 // cancel is sent and the late reply will be ignored.
 func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return c.CallWithin(ctx, 0, method, params)
+}
+
+// CallWithin is Call that also ends, when d > 0, once d has passed without
+// a response: the request is cancelled as when ctx ends, and the error is
+// context.DeadlineExceeded, as if ctx had a deadline d from now. It costs
+// a timer kept from one call to the next, where a context of that deadline
+// costs several allocations and a place among its parent's children.
+func (c *Conn) CallWithin(ctx context.Context, d time.Duration, method string, params any) (json.RawMessage, error) {
 	data := json.RawMessage("{}")
 	if params != nil {
 		var err error
@@ -722,6 +747,16 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		return nil, wire.Err(wire.CodeQueueFull)
 	}
 
+	var expired <-chan time.Time // nil: never
+	if d > 0 {
+		t := timers.Get().(*time.Timer)
+		t.Reset(d)
+		defer func() {
+			t.Stop() // and no value left in t.C to be read later (Go 1.23)
+			timers.Put(t)
+		}()
+		expired = t.C
+	}
 	select {
 	case resp, ok := <-ch:
 		if !ok {
@@ -732,10 +767,26 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 		}
 		return resp.Value, nil
 	case <-ctx.Done():
-		forget()
-		if cancel, err := encodeFrame(wire.Cancel(id)); err == nil {
-			_ = c.enqueue(cancel) // best effort: the peer may already be gone
-		}
+		c.abandon(id, forget)
 		return nil, ctx.Err()
+	case <-expired:
+		c.abandon(id, forget)
+		return nil, context.DeadlineExceeded
+	}
+}
+
+// timers are CallWithin's timers, stopped, kept for the next call.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// abandon gives up on the call id: its reply will be ignored, and the peer
+// is asked to cancel it.
+func (c *Conn) abandon(id string, forget func()) {
+	forget()
+	if cancel, err := encodeFrame(wire.Cancel(id)); err == nil {
+		_ = c.enqueue(cancel) // best effort: the peer may already be gone
 	}
 }

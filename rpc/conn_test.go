@@ -309,6 +309,48 @@ func TestCallCancelSendsCancelAndIgnoresLateReply(t *testing.T) {
 	}
 }
 
+// TestCallWithin: an answer within d is the call's answer; none within d
+// ends the call, not before d, with context.DeadlineExceeded and a cancel
+// sent, as a context of that deadline would.
+func TestCallWithin(t *testing.T) {
+	c, p := start(t, newHandler(), rpc.Limits{})
+	go func() {
+		req := p.read()
+		p.send(wire.Success(req.ID, json.RawMessage(`"in time"`)))
+	}()
+	if v, err := c.CallWithin(context.Background(), 10*time.Second, "quick", nil); err != nil || string(v) != `"in time"` {
+		t.Fatalf("answered call: %s, %v", v, err)
+	}
+
+	const d = 50 * time.Millisecond
+	start := time.Now()
+	errc := make(chan error, 1)
+	go func() { _, err := c.CallWithin(context.Background(), d, "slow", nil); errc <- err }()
+	req := p.read()
+	if err := <-errc; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("unanswered call: %v", err)
+	}
+	if waited := time.Since(start); waited < d {
+		t.Fatalf("gave up after %v, before %v", waited, d)
+	}
+	if env := p.read(); env.Type != wire.TypeCancel || env.ID != req.ID {
+		t.Fatalf("want a cancel for %s, got %+v", req.ID, env)
+	}
+	if rpc.CodeOf(context.DeadlineExceeded) != wire.CodeDeadlineExceeded {
+		t.Fatal("an expired call is not answered DEADLINE_EXCEEDED")
+	}
+
+	// The expired timer, kept for the next call, does not end it.
+	go func() {
+		req := p.read()
+		time.Sleep(d)
+		p.send(wire.Success(req.ID, json.RawMessage(`"later"`)))
+	}()
+	if v, err := c.CallWithin(context.Background(), 10*time.Second, "after", nil); err != nil || string(v) != `"later"` {
+		t.Fatalf("call after an expired one: %s, %v", v, err)
+	}
+}
+
 func TestMalformedEnvelopeClosesAndFailsPendingCalls(t *testing.T) {
 	for name, payload := range map[string]string{
 		"not an envelope": `{"type":"request","id":"x"}`,

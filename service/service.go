@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"time"
 
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/wire"
@@ -42,6 +43,10 @@ type Provider interface {
 	// Call sends a request to the provider and waits for its answer. nil
 	// params are sent as {}.
 	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
+	// CallWithin is Call with a deadline d from now: past it the request is
+	// cancelled and the error is context.DeadlineExceeded, as with a context
+	// of that deadline, without making one.
+	CallWithin(ctx context.Context, d time.Duration, method string, params any) (json.RawMessage, error)
 	// Notify sends an event to the provider: one-way, queued in order
 	// with the calls made to it. It must not be called from Joined (the
 	// welcome is being queued then).

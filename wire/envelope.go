@@ -170,6 +170,24 @@ func AppendEncode(dst []byte, e *Envelope) ([]byte, error) {
 	return e.appendJSON(slices.Grow(dst, e.sizeHint())), nil
 }
 
+// AppendSuccess is [AppendEncode] of Success(id, v), where appendValue
+// appends v's JSON to the envelope as it is written: a value that writes
+// itself goes into the frame without being copied there from a buffer of
+// its own. appendValue appends one JSON value, or nothing for null.
+func AppendSuccess(dst []byte, id string, appendValue func([]byte) []byte) ([]byte, error) {
+	if !ValidID(id) {
+		return dst, fmt.Errorf("wire: refusing to send an invalid envelope: %w", invalid("id", "must be 1 to 128 characters"))
+	}
+	dst = append(dst, `{"type":"response","id":`...)
+	dst = appendString(dst, id)
+	dst = append(dst, `,"ok":true,"value":`...)
+	n := len(dst)
+	if dst = appendValue(dst); len(dst) == n {
+		dst = append(dst, "null"...)
+	}
+	return append(dst, '}'), nil
+}
+
 // check validates the typed fields of an envelope built in Go.
 func (e *Envelope) check() error {
 	switch e.Type {

@@ -260,3 +260,26 @@ func TestValidIDAndName(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendSuccess: a value appended in place gives AppendEncode's bytes
+// for Success with that value (null for nothing appended), behind what
+// dst held; an invalid ID is refused as AppendEncode refuses it.
+func TestAppendSuccess(t *testing.T) {
+	for _, tc := range []struct{ id, value string }{
+		{"1", `[{"id":"a"}]`}, {"x\u00e9\"<", `"s"`}, {"7", ``}, {"7", `null`}, {strings.Repeat("i", 128), `{}`},
+	} {
+		got, err := wire.AppendSuccess([]byte("hdr"), tc.id, func(b []byte) []byte { return append(b, tc.value...) })
+		want, werr := wire.AppendEncode([]byte("hdr"), wire.Success(tc.id, json.RawMessage(tc.value)))
+		if err != nil || werr != nil || !bytes.Equal(got, want) {
+			t.Errorf("AppendSuccess(%q, %s) = %s, %v; want %s, %v", tc.id, tc.value, got, err, want, werr)
+		}
+	}
+	for _, id := range []string{"", strings.Repeat("i", 129)} {
+		if _, err := wire.AppendSuccess(nil, id, func(b []byte) []byte { return append(b, '1') }); err == nil {
+			t.Errorf("AppendSuccess(%q) took an invalid ID", id)
+		}
+		if _, err := wire.AppendEncode(nil, wire.Success(id, json.RawMessage("1"))); err == nil {
+			t.Errorf("AppendEncode(%q) took an invalid ID", id)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -223,6 +224,10 @@ func (s *scanner) string() error {
 	}
 	s.i++
 	for s.i < len(s.data) {
+		if plainByte[s.data[s.i]] {
+			s.i++ // most of a string's bytes: one test each
+			continue
+		}
 		c := s.data[s.i]
 		switch {
 		case c == '"':
@@ -436,7 +441,7 @@ func Elements(data []byte, f func(value []byte) error) error {
 	for {
 		s.space()
 		start := s.i
-		s.value(1) // whole checked it
+		s.skip() // whole checked it
 		if err := f(s.data[start:s.i:s.i]); err != nil {
 			return err
 		}
@@ -468,7 +473,7 @@ func Members(data []byte, f func(key, value []byte) error) error {
 	for {
 		s.space()
 		start := s.i
-		s.string() // whole checked it
+		s.skipString() // whole checked it
 		key := s.data[start+1 : s.i-1]
 		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
 			k, err := unquote(s.data[start:s.i])
@@ -481,7 +486,7 @@ func Members(data []byte, f func(key, value []byte) error) error {
 		s.i++ // ':'
 		s.space()
 		vstart := s.i
-		s.value(1)
+		s.skip()
 		if err := f(key, s.data[vstart:s.i:s.i]); err != nil {
 			return err
 		}
@@ -492,6 +497,65 @@ func Members(data []byte, f func(key, value []byte) error) error {
 		s.i++ // ','
 	}
 }
+
+// skip steps over one value that whole has checked, without checking it
+// again: a string to its closing quote, an object or array to its closing
+// bracket, a number or literal to the byte that ends it.
+func (s *scanner) skip() {
+	switch s.data[s.i] {
+	case '"':
+		s.skipString()
+	case '{', '[':
+		depth := 0
+		for {
+			switch s.data[s.i] {
+			case '"':
+				s.skipString()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					s.i++
+					return
+				}
+			}
+			s.i++
+		}
+	default:
+		for s.i < len(s.data) && !strings.ContainsRune(",]} \t\r\n", rune(s.data[s.i])) {
+			s.i++
+		}
+	}
+}
+
+// skipString steps over a string that whole has checked.
+func (s *scanner) skipString() {
+	s.i++
+	for {
+		for plainByte[s.data[s.i]] {
+			s.i++
+		}
+		switch s.data[s.i] {
+		case '"':
+			s.i++
+			return
+		case '\\':
+			s.i += 2 // the escaped byte, or the u of \uXXXX (its hex digits are plain)
+		default:
+			s.i++ // a control character: whole refused it already
+		}
+	}
+}
+
+// plainByte tells the bytes a string's text may hold as they are: all
+// but control characters, the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // whole checks that data is one JSON value opening with open, with white
 // space around it, and leaves s at its first byte.
@@ -521,19 +585,6 @@ func String(raw []byte) (string, error) {
 		return "", errSyntax
 	}
 	return unquote(raw)
-}
-
-// AppendUnquoted appends the value of the JSON string raw to b, decoded
-// as String decodes it; plain ASCII without escapes is copied as it is.
-func AppendUnquoted(b, raw []byte) ([]byte, error) {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plain(raw[1:len(raw)-1]) {
-		return append(b, raw[1:len(raw)-1]...), nil
-	}
-	s, err := String(raw)
-	if err != nil {
-		return b, err
-	}
-	return append(b, s...), nil
 }
 
 // AppendString appends s to b as a JSON string, escaped as encoding/json

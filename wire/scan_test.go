@@ -105,7 +105,7 @@ func TestDecodeValueDepth(t *testing.T) {
 	}
 }
 
-// FuzzMembersElementsString holds Members, Elements, String and AppendUnquoted to
+// FuzzMembersElementsString holds Members, Elements and String to
 // encoding/json: the same texts accepted, the same members (the last of a
 // repeated key winning once stored), elements and strings.
 func FuzzMembersElementsString(f *testing.F) {
@@ -147,9 +147,6 @@ func FuzzMembersElementsString(f *testing.F) {
 		}
 		if err == nil && gotStr != wantStr {
 			t.Fatalf("%q: String %q, want %q", data, gotStr, wantStr)
-		}
-		if got, aerr := AppendUnquoted([]byte("x"), trimmed); (aerr == nil) != (err == nil) || (err == nil && string(got) != "x"+wantStr) {
-			t.Fatalf("%q: AppendUnquoted %q, %v; String %q, %v", data, got, aerr, gotStr, err)
 		}
 		if want, _ := json.Marshal(wantStr); err == nil && string(AppendString(nil, gotStr)) != string(want) {
 			t.Fatalf("%q: AppendString %s, want %s", gotStr, AppendString(nil, gotStr), want)

@@ -180,6 +180,12 @@ var sentTypes = map[string]func() any{
 	browser.ProviderCDP:         func() any { return &cdpParams{} },
 }
 
+func (p *fakeProvider) CallWithin(ctx context.Context, d time.Duration, method string, params any) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return p.Call(ctx, method, params)
+}
+
 func (p *fakeProvider) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	decoded, problem := p.decode(method, params)
 	p.mu.Lock()

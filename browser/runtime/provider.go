@@ -55,9 +55,9 @@ type frameDocument struct {
 	LoaderID string `json:"loaderId"`
 }
 
-// callTabsList lists the instance's tabs.
+// callTabsList lists the instance's tabs, within ProviderTimeout.
 func callTabsList(ctx context.Context, prov Provider) ([]browser.TabSummary, error) {
-	raw, err := prov.Call(ctx, browser.ProviderTabsList, nil) // {}, without encoding/json
+	raw, err := prov.CallWithin(ctx, ProviderTimeout, browser.ProviderTabsList, nil) // {}, without encoding/json
 	if err != nil {
 		return nil, err
 	}

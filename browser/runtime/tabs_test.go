@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,5 +78,92 @@ func TestDecodeTabsRefusesNonStrings(t *testing.T) {
 	tabs, err := decodeTabs([]byte(`[{"id":"a","instanceId":"i","url":"https://a.test/","title":null,"active":true}]`))
 	if err != nil || len(tabs) != 1 || tabs[0] != (browser.TabSummary{ID: "a", InstanceID: "i", URL: "https://a.test/"}) {
 		t.Fatalf("decodeTabs = %+v, %v", tabs, err)
+	}
+}
+
+// FuzzTabsParams holds decodeTabsParams to decodeParams: the same params
+// refused, the same accepted, with the same values.
+func FuzzTabsParams(f *testing.F) {
+	for _, s := range []string{
+		`{"sessionId":"s","instanceId":"inst"}`, ` { "instanceId" : "i" , "sessionId":"s" } `, `{}`,
+		`{"sessionId":"a","sessionId":"b"}`, `{"SessionID":"s"}`, `{"sessionId":null}`, `{"sessionId":1}`,
+		`{"sessionId":"s","extra":true}`, `{"sessionId":"\u00e9\ud800` + "\xff" + `"}`, `{"sessionId":"s"}}`,
+		`{"sessionId":"s"} {}`, `[]`, `null`, ``, `{"sessionId":"s",}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want browser.TabsParams
+		wantErr := decodeParams(data, &want)
+		got, err := decodeTabsParams(data)
+		if (err == nil) != (wantErr == nil) || err == nil && got != want {
+			t.Fatalf("%q: decodeTabsParams %+v, %v; decodeParams %+v, %v", data, got, err, want, wantErr)
+		}
+	})
+}
+
+// FuzzPlainHTTPOrigin holds plainHTTPOrigin to httpURL: whatever it knows,
+// url.Parse takes as a credential-free HTTP(S) URL of that origin.
+func FuzzPlainHTTPOrigin(f *testing.F) {
+	for _, s := range []string{
+		"https://site1.example/path/to/page?q=1", "http://a", "http://a.b-c.d?x#y", "https://", "https:///x",
+		"https://a:80/", "https://u@a/", "https://a/%zz", "https://a/%41", "https://a/\x7f", "https://a/ b",
+		"HTTPS://a/", "https://a\\b/", "https://[::1]/", "https://a/#%", "https://a?%", "https://é/", "http://a/\u00e9",
+		"https://-.-/", "https://a..b/", "https://1.2.3.4.5/", "ftp://a/", "https://a@b/", "https://a/@b",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		origin, ok := plainHTTPOrigin(raw)
+		if !ok {
+			return
+		}
+		u, parsed := httpURL(raw)
+		if !parsed || u.Scheme+"://"+u.Host != origin {
+			t.Fatalf("%q: plainHTTPOrigin %q; httpURL %v, %v", raw, origin, u, parsed)
+		}
+	})
+}
+
+// TestPlainHTTPOrigin: the plain shapes are known, with their origin; the
+// others are left to url.Parse.
+func TestPlainHTTPOrigin(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://site1.example/path/to/page?q=1": "https://site1.example",
+		"http://a.test":                          "http://a.test",
+		"http://A.Test?x#y":                      "http://A.Test",
+		"https://a.test#frag":                    "https://a.test",
+	} {
+		if got, ok := plainHTTPOrigin(raw); !ok || got != want {
+			t.Errorf("plainHTTPOrigin(%q) = %q, %v; want %q", raw, got, ok, want)
+		}
+	}
+	for _, raw := range []string{"https://a:8080/", "https://u:p@a/", "https://a/%7e", "HTTPS://a/", "https:///x",
+		"https://", "ftp://a/", "https://a/\n", "https://[::1]/", "https://a_b/"} {
+		if got, ok := plainHTTPOrigin(raw); ok {
+			t.Errorf("plainHTTPOrigin(%q) = %q, want it left to url.Parse", raw, got)
+		}
+	}
+}
+
+// BenchmarkDecodeTabs decodes the benchmark provider's list of five tabs
+// (test/bench), and lists it as browser.tabs does.
+func BenchmarkDecodeTabs(b *testing.B) {
+	tabs := make([]browser.TabSummary, 5)
+	for i := range tabs {
+		n := strconv.Itoa(i + 1)
+		tabs[i] = browser.TabSummary{ID: "inst:" + n, InstanceID: "inst", URL: "https://site" + n + ".example/path/to/page?q=" + n, Title: "Example page " + n}
+	}
+	raw, err := json.Marshal(tabs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Runtime{cfg: Config{Personal: true}}
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := decodeTabs(raw)
+		if err != nil || len(got) != 5 || !r.allowedURL(got[4].URL) {
+			b.Fatal(got, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/dsh-browser/broker/journal"
 	"github.com/dsh-browser/broker/service"
@@ -37,6 +38,9 @@ func (fakeProvider) Capable(string) bool      { return true }
 func (p fakeProvider) OwnerSurface() bool     { return p.owner }
 func (fakeProvider) Notify(string, any) error { return nil }
 func (fakeProvider) Call(context.Context, string, any) (json.RawMessage, error) {
+	return nil, wire.Err(wire.CodeConnectionLost)
+}
+func (fakeProvider) CallWithin(context.Context, time.Duration, string, any) (json.RawMessage, error) {
 	return nil, wire.Err(wire.CodeConnectionLost)
 }
 
