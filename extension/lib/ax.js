@@ -409,7 +409,6 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
   const bulk = backendNodeId === undefined ? small(r) : false;
   const counts = {};
   r.counts = counts;
-  r.shown = shown;
   if (clickFrame !== undefined) r.mark(clickFrame, counts, frameId === undefined);
   const w = new Walk(r, { frameId, kept: new Kept() });
   let root;
@@ -426,6 +425,9 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
   } else {
     root = await w.root(backendNodeId);
   }
+  // shown may still be asked (a promise): the walk needs it (subtree
+  // reads), the calls before it do not.
+  r.shown = await shown;
   await w.run([{ id: root.nodeId, depth: 1 }]);
   // A read of the whole document shows what the page draws and a person
   // clicks although aria-hidden keeps it from the tree.

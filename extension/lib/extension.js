@@ -336,8 +336,9 @@ export function createExtension(chrome, {
         if (!isObject(r) || (r.backendNodeId !== undefined && !validNode(r.backendNodeId)) ||
             (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
-      async (ctx) => {
-        const shown = !(await notShown(ctx.tab));
+      (ctx) => {
+        // Asked beside the read's first calls: only its walk needs it.
+        const shown = notShown(ctx.tab).then((hidden) => !hidden);
         return oneDocument(ctx, (page, lastCall) => {
           const { frame: f, backendNodeId } = ctx.request;
           if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId, { shown, lastCall });
