@@ -404,8 +404,9 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
     return send(method, params);
   };
   const r = new Reader(counted, page, BUDGET.calls, whole ? FRAME_OWNERS_BYTES : 0);
-  // The document's size is asked first (the renderer answers it at once,
-  // not in turn): the tree waits for it alone.
+  // The document's size is asked first (Chromium sends it on its IO
+  // channel, ahead of the session's other calls): the tree waits for it
+  // alone.
   const bulk = backendNodeId === undefined ? small(r) : false;
   const counts = {};
   r.counts = counts;
