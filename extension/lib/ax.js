@@ -18,8 +18,9 @@ const MAX_MATCHES = 128;
 // - A small document is read with one Accessibility.getFullAXTree: one
 //   call instead of one per node with children. The size is
 //   Performance.getMetrics' Nodes, the DOM nodes of the renderer process
-//   (never fewer than the document's); a document of more than
-//   bulkMaxNodes, or one whose size is unknown, is walked, which skips
+//   (never fewer than the document's), and past bulkMaxNodes the main
+//   document's elements, up to bulkMaxNodes / 2 (small); a bigger
+//   document, or one whose size is unknown, is walked, which skips
 //   inline text boxes and stops at the budgets. prefetch is how many child
 //   fetches the walk keeps in flight ahead of itself.
 // - A node whose DOM subtree holds subtreeMin to subtreeMax nodes (the
@@ -407,7 +408,7 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
   // The document's size is asked first (Chromium sends it on its IO
   // channel, ahead of the session's other calls): the tree waits for it
   // alone.
-  const bulk = backendNodeId === undefined ? small(r) : false;
+  const bulk = backendNodeId === undefined ? small(r, frameId === undefined) : false;
   const counts = {};
   r.counts = counts;
   if (clickFrame !== undefined) r.mark(clickFrame, counts, frameId === undefined);
@@ -495,18 +496,39 @@ class Kept {
 }
 
 // small reports whether the document is small enough to be read in one
-// call (READ.bulkMaxNodes); a size it cannot learn is not small.
-async function small(r) {
+// call (READ.bulkMaxNodes); a size it cannot learn is not small. The
+// renderer's DOM nodes (Performance.getMetrics) are never fewer than the
+// document's, but count every document of the process: the pages before
+// it in the back-forward cache, other tabs of the site. Past the bound,
+// the document's own elements decide (about two DOM nodes each: /big has
+// 6,268 nodes, 3,119 elements), counted by an evaluation that V8 refuses
+// to run if it could have a side effect: a page's own getElementsByTagName
+// runs only if it has none (and can then only make its read cost more).
+// main: the document is the main frame's.
+async function small(r, main) {
   if (!(READ.bulkMaxNodes > 0)) return false;
-  try {
-    const { metrics } = await r.call('Performance.getMetrics');
-    const nodes = metrics?.find((m) => m.name === 'Nodes')?.value;
-    return Number.isFinite(nodes) && nodes <= READ.bulkMaxNodes;
-  } catch (e) {
-    if (e instanceof CodeError) throw e; // the gate, or a cancel
-    return false;
-  }
+  const size = async (answer) => {
+    try {
+      return await answer;
+    } catch (e) {
+      if (e instanceof CodeError) throw e; // the gate, or a cancel
+      return undefined;
+    }
+  };
+  const nodes = size(r.call('Performance.getMetrics')).then((res) => res?.metrics?.find((m) => m.name === 'Nodes')?.value);
+  const elements = main ?
+    size(r.call('Runtime.evaluate', { expression: ELEMENTS, returnByValue: true, throwOnSideEffect: true, silent: true })).then((res) => res?.result?.value) :
+    Promise.resolve(undefined); // a child frame's document is not the main world's
+  elements.catch(() => {}); // not asked for when the nodes tell
+  const n = await nodes;
+  if (Number.isFinite(n) && n <= READ.bulkMaxNodes) return true;
+  const k = await elements;
+  return Number.isInteger(k) && k <= READ.bulkMaxNodes / 2;
 }
+
+// ELEMENTS counts the elements of the main frame's document (document
+// cannot be shadowed in the main world).
+const ELEMENTS = "document.getElementsByTagName('*').length";
 
 // WINDOW is the budget of one page window (ax.page).
 export const WINDOW = { calls: 128, maxNodes: 400 };

@@ -466,9 +466,10 @@ test('a small document is read with one getFullAXTree, and reads as the walk doe
     const bulk = (await t.read()).value;
     assert.deepEqual(bulk, walked, name);
     const calls = t.chrome.commands.slice(before).map((c) => c.method).filter((m) => m !== 'Page.getFrameTree' && m !== 'DOM.describeNode');
-    // The size, the document for the listener read (which fails here), the
-    // clickable elements' snapshot, the tree: nothing else.
-    assert.deepEqual(calls, ['Performance.getMetrics', 'Runtime.evaluate', 'DOMSnapshot.captureSnapshot', 'Accessibility.getFullAXTree'], name);
+    // The size (the renderer's nodes, the document's elements), the
+    // document for the listener read (which fails here), the clickable
+    // elements' snapshot, the tree: nothing else.
+    assert.deepEqual(calls, ['Performance.getMetrics', 'Runtime.evaluate', 'Runtime.evaluate', 'DOMSnapshot.captureSnapshot', 'Accessibility.getFullAXTree'], name);
   }
 });
 
@@ -485,6 +486,27 @@ test('a document past the bulk size, or of unknown size, is walked', async () =>
   t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Documents', value: 1 }] }));
   assert.deepEqual((await t.read()).value, walked);
   assert.equal(t.calls('Accessibility.getFullAXTree'), 0);
+  // Past the bound, the document's own elements, counted by an evaluation
+  // without side effects (V8 refuses one that might have some).
+  const counted = [];
+  const elements = (answer) => t.chrome.cdp.set('Runtime.evaluate', (p) => {
+    if (p.expression === 'document') throw new Error('no listeners here');
+    counted.push(p);
+    return answer();
+  });
+  t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Nodes', value: 50_000 }] }));
+  elements(() => ({ result: { type: 'number', value: READ.bulkMaxNodes / 2 + 1 } }));
+  assert.deepEqual((await t.read()).value, walked);
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 0);
+  assert.deepEqual(counted.at(-1), { expression: "document.getElementsByTagName('*').length", returnByValue: true, throwOnSideEffect: true, silent: true });
+  elements(() => ({ result: { type: 'object', className: 'EvalError' }, exceptionDetails: { text: 'Uncaught' } }));
+  assert.deepEqual((await t.read()).value, walked);
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 0);
+  // The bfcache's pages, other tabs of the site: the nodes say big, the
+  // document's elements say small.
+  elements(() => ({ result: { type: 'number', value: READ.bulkMaxNodes / 2 } }));
+  assert.deepEqual((await t.read()).value, walked);
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 1);
 });
 
 test('a bulk read keeps the budgets, and fetches what the whole tree does not list', async () => {
@@ -540,7 +562,7 @@ test('a bulk read asks for the frame tree after its last call, before the answer
   const calls = (await read()).filter((m) => m !== 'Runtime.releaseObject');
   assert.deepEqual([calls[0], calls.at(-1)], ['Page.getFrameTree', 'Page.getFrameTree']);
   assert.deepEqual(calls.slice(1, -1).sort(), ['Accessibility.getFullAXTree', 'DOMDebugger.getEventListeners', 'DOMSnapshot.captureSnapshot',
-    'Performance.getMetrics', 'Runtime.evaluate']);
+    'Performance.getMetrics', 'Runtime.evaluate', 'Runtime.evaluate']);
   assert.deepEqual(seen, [0, 0]);
   // A field that may be a password is asked about once the tree came, after
   // that frame tree: another one follows it.
@@ -574,6 +596,7 @@ test('a bulk read of a child frame asks for that frame\'s tree; a subtree read s
   const r = (await t.read({ frame: { frameId: 'C1', loaderId: 'LC' } })).value;
   assert.deepEqual(r.nodes.map((n) => n.name), ['Child', 'Inside']);
   assert.deepEqual(t.chrome.commands.find((c) => c.method === 'Accessibility.getFullAXTree').params, { frameId: 'C1' });
+  assert.equal(t.calls('Runtime.evaluate'), 0); // the main world's document is not the frame's: neither its elements nor its listeners
   const sub = (await t.read({ backendNodeId: 20 })).value;
   assert.deepEqual(sub.nodes.map((n) => n.name), ['Inside']);
   assert.equal(t.calls('Accessibility.getFullAXTree'), 1);
