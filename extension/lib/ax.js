@@ -18,8 +18,9 @@ const MAX_MATCHES = 128;
 // - A small document is read with one Accessibility.getFullAXTree: one
 //   call instead of one per node with children. The size is
 //   Performance.getMetrics' Nodes, the DOM nodes of the renderer process
-//   (never fewer than the document's); a document of more than
-//   bulkMaxNodes, or one whose size is unknown, is walked, which skips
+//   (never fewer than the document's), and past bulkMaxNodes the main
+//   document's elements, up to bulkMaxNodes / 2 (small); a bigger
+//   document, or one whose size is unknown, is walked, which skips
 //   inline text boxes and stops at the budgets. prefetch is how many child
 //   fetches the walk keeps in flight ahead of itself.
 // - A node whose DOM subtree holds subtreeMin to subtreeMax nodes (the
@@ -65,23 +66,35 @@ const utf8 = new TextEncoder();
 // frame owner elements of that document (iframes and the like, shadow
 // trees included; frames.js OWNER_NAMES), so that a page without any
 // needs no frame list (absent when unknown).
-export async function clickables(send, frameId, counts) {
+//
+// The listener read needs the document as an object. The main frame's
+// (main) is its main world's document, asked before the snapshot, so that
+// the listeners are read beside it: the renderer answers in turn, and
+// they no longer wait for its answer. A child frame's comes from the
+// snapshot. listed, when given, is called once every call the answer
+// depends on is sent.
+export async function clickables(send, frameId, counts, { main = false, listed = () => {} } = {}) {
   const out = new Set();
   const hidden = new Map();
+  const early = main ? listenersOf(send, undefined, listed) : undefined;
   let snap;
   try {
     snap = await send('DOMSnapshot.captureSnapshot', { computedStyles: ['cursor'] });
   } catch (e) {
+    await early;
     if (e instanceof CodeError) throw e;
     return { ids: out, hidden };
   }
   const strings = snap.strings ?? [];
   const str = (i) => (Number.isInteger(i) && i >= 0 && i < strings.length ? strings[i] : undefined);
   const doc = (snap.documents ?? []).find((d) => str(d.frameId) === frameId);
-  if (!doc) return { ids: out, hidden };
+  if (!doc) {
+    await early;
+    return { ids: out, hidden };
+  }
   const nodes = doc.nodes ?? {};
   const ids = nodes.backendNodeId ?? [];
-  const listeners = await listenersOf(send, ids[0]);
+  const listeners = await (early ?? listenersOf(send, ids[0], listed));
   const listened = new Set(nodes.isClickable?.index ?? []);
   const cursor = new Map(); // node index -> its cursor
   const drawn = new Set(); // node indexes with a box of some size
@@ -161,14 +174,23 @@ const GRAB_LISTENERS = new Set(['mousedown', 'pointerdown', 'touchstart']);
 // listenersOf returns the event types each element of a document listens
 // to (backend node ID -> types), from one DOMDebugger.getEventListeners of
 // the whole document (shadow trees included); an empty map when it cannot
-// be read.
-async function listenersOf(send, documentId) {
+// be read. The document is documentId's, or without one the main frame's
+// (document in its main world: a page cannot shadow it). listed is called
+// once the listener read is sent, or will never be.
+async function listenersOf(send, documentId, listed) {
   const out = new Map();
-  if (!Number.isInteger(documentId) || documentId <= 0) return out;
   let objectId;
   try {
-    ({ object: { objectId } } = await send('DOM.resolveNode', { backendNodeId: documentId }));
-    const { listeners } = await send('DOMDebugger.getEventListeners', { objectId, depth: -1, pierce: true });
+    if (documentId === undefined) {
+      ({ result: { objectId } } = await send('Runtime.evaluate', { expression: 'document' }));
+    } else if (Number.isInteger(documentId) && documentId > 0) {
+      ({ object: { objectId } } = await send('DOM.resolveNode', { backendNodeId: documentId }));
+    } else {
+      return out;
+    }
+    const read = send('DOMDebugger.getEventListeners', { objectId, depth: -1, pierce: true });
+    listed();
+    const { listeners } = await read;
     for (const l of listeners ?? []) {
       if (!Number.isInteger(l?.backendNodeId) || typeof l.type !== 'string') continue;
       out.set(l.backendNodeId, [...(out.get(l.backendNodeId) ?? []), l.type]);
@@ -176,6 +198,7 @@ async function listenersOf(send, documentId) {
   } catch (e) {
     if (e instanceof CodeError) throw e;
   } finally {
+    listed();
     if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
   }
   return out;
@@ -235,15 +258,31 @@ class Reader {
   // the slowest call of a big page. Until they come, the walk adds nodes
   // unmarked and remembers them (marking.added); then it adds them again
   // with the marks (Walk.settle), as if they had been there from the
-  // start. Their calls count as they are made, and MARK_CALLS more are
-  // kept for them until they are done, so that the walk makes the calls
-  // it made when the marks came first.
-  mark(frameId, counts) {
-    const m = { done: false, added: [] };
-    m.promise = clickables((method, params) => this.call(method, params), frameId, counts)
+  // start. Their calls count as they are made, and the rest of
+  // MARK_CALLS are kept for them until they are done, so that the walk
+  // makes the calls it made when the marks came first. main: frameId is
+  // the tab's main frame (clickables). m.listed resolves once every call
+  // of the marks' answer is sent.
+  mark(frameId, counts, main) {
+    const m = { done: false, added: [], calls: 0 };
+    let listed;
+    m.listed = new Promise((resolve) => { listed = resolve; });
+    const send = (method, params) => {
+      m.calls++;
+      return this.call(method, params);
+    };
+    m.promise = clickables(send, frameId, counts, { main, listed })
       .then((value) => { m.value = value; }, (e) => { m.error = e; })
-      .finally(() => { m.done = true; });
+      .finally(() => {
+        m.done = true;
+        listed();
+      });
     this.marking = m;
+  }
+
+  // marksAhead is how many calls the marks may still make.
+  get marksAhead() {
+    return this.marking?.done === false ? Math.max(0, MARK_CALLS - this.marking.calls) : 0;
   }
 
   call(method, params) {
@@ -257,7 +296,7 @@ class Reader {
   }
 
   get canCall() {
-    return this.calls + (this.marking?.done === false ? MARK_CALLS : 0) < this.maxCalls;
+    return this.calls + this.marksAhead < this.maxCalls;
   }
 
   // add projects a non-ignored node; false when a budget stops the read.
@@ -348,24 +387,59 @@ class Reader {
 // read beside the walk (Reader.mark).
 // A read of a whole document that marks clickable elements also says how
 // many frame owners it holds (frameOwners, when the snapshot told).
-export async function read(send, page, backendNodeId, frameId, clickFrame = frameId, { shown = false } = {}) {
+//
+// lastCall, when given, is called once every call the answer depends on
+// has been sent, before their answers came, and called again after any
+// call that follows it. The caller asks for the frame tree there: the
+// renderer handles one session's calls in turn (Page.getFrameTree,
+// Accessibility.getFullAXTree, DOMSnapshot.captureSnapshot,
+// DOMDebugger.getEventListeners and DOM.describeNode alike), so its answer
+// names the document every one of them ran on, a round trip earlier than
+// a frame tree asked after the read. Only a read of one getFullAXTree
+// knows when it has sent its last call; a walk never calls it.
+export async function read(send, page, backendNodeId, frameId, clickFrame = frameId, { shown = false, lastCall } = {}) {
   const whole = backendNodeId === undefined && clickFrame !== undefined;
-  const r = new Reader(send, page, BUDGET.calls, whole ? FRAME_OWNERS_BYTES : 0);
-  // The document's size is asked first: the renderer answers in turn, and
-  // the snapshot of a big page takes long.
-  const bulk = backendNodeId === undefined ? small(r) : false;
+  let unproven = 0; // calls sent since lastCall; a release reads nothing
+  const counted = lastCall === undefined ? send : (method, params) => {
+    if (method !== 'Runtime.releaseObject') unproven++;
+    return send(method, params);
+  };
+  const r = new Reader(counted, page, BUDGET.calls, whole ? FRAME_OWNERS_BYTES : 0);
+  // The document's size is asked first (Chromium sends it on its IO
+  // channel, ahead of the session's other calls): the tree waits for it
+  // alone.
+  const bulk = backendNodeId === undefined ? small(r, frameId === undefined) : false;
   const counts = {};
   r.counts = counts;
-  r.shown = shown;
-  if (clickFrame !== undefined) r.mark(clickFrame, counts);
+  if (clickFrame !== undefined) r.mark(clickFrame, counts, frameId === undefined);
   const w = new Walk(r, { frameId, kept: new Kept() });
-  const root = (await bulk) ? await w.all() : await w.root(backendNodeId);
+  let root;
+  let proven; // once lastCall was called after the tree and the marks' calls
+  if (await bulk) {
+    const tree = w.all();
+    if (lastCall !== undefined) {
+      proven = (r.marking?.listed ?? Promise.resolve()).then(() => {
+        unproven = 0;
+        lastCall();
+      });
+    }
+    root = await tree;
+  } else {
+    root = await w.root(backendNodeId);
+  }
+  // shown may still be asked (a promise): the walk needs it (subtree
+  // reads), the calls before it do not.
+  r.shown = await shown;
   await w.run([{ id: root.nodeId, depth: 1 }]);
   // A read of the whole document shows what the page draws and a person
   // clicks although aria-hidden keeps it from the tree.
   if (r.marks && backendNodeId === undefined) {
     r.hidden = r.marks.hidden;
     r.addHidden();
+  }
+  if (proven !== undefined) {
+    await proven;
+    if (unproven > 0) lastCall(); // a password field's check, or a child the tree did not hold
   }
   const out = r.result();
   if (whole && counts.frameOwners !== undefined) out.frameOwners = counts.frameOwners;
@@ -374,9 +448,10 @@ export async function read(send, page, backendNodeId, frameId, clickFrame = fram
 
 // FRAME_OWNERS_BYTES is what frameOwners adds to a read's JSON at most.
 const FRAME_OWNERS_BYTES = ',"frameOwners":'.length + 16;
-// MARK_CALLS is how many calls clickables makes after its snapshot at most
-// (DOM.resolveNode, DOMDebugger.getEventListeners, Runtime.releaseObject).
-const MARK_CALLS = 3;
+// MARK_CALLS is how many calls clickables makes at most (the snapshot, the
+// document as an object, DOMDebugger.getEventListeners,
+// Runtime.releaseObject).
+const MARK_CALLS = 4;
 
 // Kept counts what the broker's projection (browser/runtime/observe.go)
 // keeps of a read, as it counts, so that a read stops once the projection
@@ -421,18 +496,39 @@ class Kept {
 }
 
 // small reports whether the document is small enough to be read in one
-// call (READ.bulkMaxNodes); a size it cannot learn is not small.
-async function small(r) {
+// call (READ.bulkMaxNodes); a size it cannot learn is not small. The
+// renderer's DOM nodes (Performance.getMetrics) are never fewer than the
+// document's, but count every document of the process: the pages before
+// it in the back-forward cache, other tabs of the site. Past the bound,
+// the document's own elements decide (about two DOM nodes each: /big has
+// 6,268 nodes, 3,119 elements), counted by an evaluation that V8 refuses
+// to run if it could have a side effect: a page's own getElementsByTagName
+// runs only if it has none (and can then only make its read cost more).
+// main: the document is the main frame's.
+async function small(r, main) {
   if (!(READ.bulkMaxNodes > 0)) return false;
-  try {
-    const { metrics } = await r.call('Performance.getMetrics');
-    const nodes = metrics?.find((m) => m.name === 'Nodes')?.value;
-    return Number.isFinite(nodes) && nodes <= READ.bulkMaxNodes;
-  } catch (e) {
-    if (e instanceof CodeError) throw e; // the gate, or a cancel
-    return false;
-  }
+  const size = async (answer) => {
+    try {
+      return await answer;
+    } catch (e) {
+      if (e instanceof CodeError) throw e; // the gate, or a cancel
+      return undefined;
+    }
+  };
+  const nodes = size(r.call('Performance.getMetrics')).then((res) => res?.metrics?.find((m) => m.name === 'Nodes')?.value);
+  const elements = main ?
+    size(r.call('Runtime.evaluate', { expression: ELEMENTS, returnByValue: true, throwOnSideEffect: true, silent: true })).then((res) => res?.result?.value) :
+    Promise.resolve(undefined); // a child frame's document is not the main world's
+  elements.catch(() => {}); // not asked for when the nodes tell
+  const n = await nodes;
+  if (Number.isFinite(n) && n <= READ.bulkMaxNodes) return true;
+  const k = await elements;
+  return Number.isInteger(k) && k <= READ.bulkMaxNodes / 2;
 }
+
+// ELEMENTS counts the elements of the main frame's document (document
+// cannot be shadowed in the main world).
+const ELEMENTS = "document.getElementsByTagName('*').length";
 
 // WINDOW is the budget of one page window (ax.page).
 export const WINDOW = { calls: 128, maxNodes: 400 };
@@ -450,7 +546,7 @@ const MAX_CHAIN_BYTES = 16 + BUDGET.depth * (64 * 6 + 3); // \u-escaped at worst
 // changed under the traversal.
 export async function readWindow(send, page, { backendNodeId, after, maxNodes, frameId, clickFrame = frameId }) {
   const r = new Reader(send, page, WINDOW.calls, MAX_CHAIN_BYTES);
-  if (clickFrame !== undefined) r.clickable = (await clickables((m, p) => r.call(m, p), clickFrame)).ids;
+  if (clickFrame !== undefined) r.clickable = (await clickables((m, p) => r.call(m, p), clickFrame, undefined, { main: frameId === undefined })).ids;
   const w = new Walk(r, { window: true, maxNodes, frameId });
   const root = await w.root(backendNodeId);
   const stack = [];
@@ -673,7 +769,7 @@ class Walk {
     while (stack.length) {
       // Near the call budget, the marks' calls are waited for, so that the
       // budget is spent as when the marks came first.
-      if (r.marking?.done === false && r.calls + MARK_CALLS + READ.prefetch + 2 >= r.maxCalls) await r.marking.promise;
+      if (r.marking?.done === false && r.calls + r.marksAhead + READ.prefetch + 2 >= r.maxCalls) await r.marking.promise;
       if (r.marking?.done && !this.settle()) break;
       const entry = stack[stack.length - 1];
       const { id, depth, parent, walkParent, resumed } = entry;

@@ -172,11 +172,13 @@ export function createExtension(chrome, {
   // oneDocument labels a read with the document it came from. The epoch is
   // read from the browser before and after (Page.frameNavigated may arrive
   // after the new document's AX tree is already visible); a read that spans
-  // a navigation is done again once, then refused STALE_TARGET.
+  // a navigation is done again once, then refused STALE_TARGET. read gets
+  // lastCall, to call once it has sent every call its answer depends on
+  // (ax.read's lastCall): the frame tree after is asked there, not after
+  // the answers came.
   async function oneDocument({ gate, send, page, tree }, read) {
-    const current = async () => {
-      const { frameTree } = await (tree ?? send('Page.getFrameTree'));
-      tree = undefined; // asked once (leased), before the first read only
+    const current = async (asked = send('Page.getFrameTree')) => {
+      const { frameTree } = await asked;
       if (!gates.setMainFrame(gate, frameTree.frame)) {
         gates.end(gate, true); // the tab left the lease's origin
         fail('LEASE_REVOKED');
@@ -184,13 +186,19 @@ export function createExtension(chrome, {
       return frameTree.frame;
     };
     for (let attempt = 0; attempt < 2; attempt++) {
-      const frame = await current();
+      const frame = await current(tree);
+      tree = undefined; // asked once (leased), before the first read only
       const epoch = `${frame.id}:${frame.loaderId}`;
       // The URL as the tab shows it: with its fragment, and for a failed
       // navigation the URL that could not be reached.
       const url = frame.unreachableUrl ?? frame.url + (frame.urlFragment ?? '');
-      const result = await read({ ...page, documentEpoch: epoch, url });
-      const after = await current();
+      let asked; // the frame tree asked after the read's last call
+      const lastCall = () => {
+        asked = send('Page.getFrameTree');
+        asked.catch(() => {}); // a read that failed meanwhile answers instead
+      };
+      const result = await read({ ...page, documentEpoch: epoch, url }, lastCall);
+      const after = await current(asked);
       if (`${after.id}:${after.loaderId}` === epoch) return result;
     }
     fail('STALE_TARGET');
@@ -328,11 +336,12 @@ export function createExtension(chrome, {
         if (!isObject(r) || (r.backendNodeId !== undefined && !validNode(r.backendNodeId)) ||
             (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
-      async (ctx) => {
-        const shown = !(await notShown(ctx.tab));
-        return oneDocument(ctx, (page) => {
+      (ctx) => {
+        // Asked beside the read's first calls: only its walk needs it.
+        const shown = notShown(ctx.tab).then((hidden) => !hidden);
+        return oneDocument(ctx, (page, lastCall) => {
           const { frame: f, backendNodeId } = ctx.request;
-          if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId, { shown });
+          if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId, { shown, lastCall });
           return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
         });
       },

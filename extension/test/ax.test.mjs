@@ -367,22 +367,35 @@ test('a read marks the elements with a press listener of their own, and the item
     nodeName: ids.map((id) => names[id]), attributes: ids.map((id) => attrs[id] ?? []),
   } }] }));
   const listeners = [['dblclick', 20], ['pointerdown', 30], ['mousedown', 40], ['keydown', 50], ['touchstart', 60], ['mousedown', 10], ['mousedown', 1]];
-  t.chrome.cdp.set('DOM.resolveNode', ({ backendNodeId }) => {
-    assert.equal(backendNodeId, 1); // the document
-    return { object: { objectId: 'doc' } };
+  // The main frame's document is its main world's, asked before the
+  // snapshot: the listeners are read before the snapshot answers.
+  t.chrome.cdp.set('Runtime.evaluate', (p) => {
+    assert.deepEqual(p, { expression: 'document' });
+    return { result: { type: 'object', objectId: 'doc' } };
+  });
+  const snapshot = t.chrome.cdp.get('DOMSnapshot.captureSnapshot');
+  let snapped = false;
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', async (p) => {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    snapped = true;
+    return snapshot(p);
   });
   t.chrome.cdp.set('DOMDebugger.getEventListeners', ({ objectId, depth, pierce }) => {
-    assert.deepEqual([objectId, depth, pierce], ['doc', -1, true]);
+    assert.deepEqual([objectId, depth, pierce, snapped], ['doc', -1, true, false]);
     return { listeners: listeners.map(([type, backendNodeId]) => ({ type, backendNodeId, useCapture: false })) };
   });
   t.chrome.cdp.set('Runtime.releaseObject', () => ({}));
-  const marked = async () => (await t.read()).value.nodes.filter((n) => n.props.clickable).map((n) => n.backendNodeId);
+  const marked = async () => {
+    const id = t.request('ax.read', { lease: t.lease(1), request: {} });
+    for (let i = 0; i < 200 && !t.port.response(id); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    return t.port.response(id).value.nodes.filter((n) => n.props.clickable).map((n) => n.backendNodeId);
+  };
   // The body, the label and the span listen themselves; the list's items,
   // and the cards (not the one bar), are what the list's and the div's
   // grab listeners are for.
   assert.deepEqual(await marked(), [10, 20, 31, 32, 41, 42, 60]);
   assert.equal(t.calls('DOMDebugger.getEventListeners'), 1);
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(t.calls('DOM.resolveNode'), 0);
   assert.equal(t.calls('Runtime.releaseObject'), 1);
   // A listener read that fails marks what the snapshot shows (nothing here).
   t.chrome.cdp.set('DOMDebugger.getEventListeners', () => { throw new Error('boom'); });
@@ -453,8 +466,10 @@ test('a small document is read with one getFullAXTree, and reads as the walk doe
     const bulk = (await t.read()).value;
     assert.deepEqual(bulk, walked, name);
     const calls = t.chrome.commands.slice(before).map((c) => c.method).filter((m) => m !== 'Page.getFrameTree' && m !== 'DOM.describeNode');
-    // The size, the clickable elements' snapshot, the tree: nothing else.
-    assert.deepEqual(calls, ['Performance.getMetrics', 'DOMSnapshot.captureSnapshot', 'Accessibility.getFullAXTree'], name);
+    // The size (the renderer's nodes, the document's elements), the
+    // document for the listener read (which fails here), the clickable
+    // elements' snapshot, the tree: nothing else.
+    assert.deepEqual(calls, ['Performance.getMetrics', 'Runtime.evaluate', 'Runtime.evaluate', 'DOMSnapshot.captureSnapshot', 'Accessibility.getFullAXTree'], name);
   }
 });
 
@@ -471,6 +486,27 @@ test('a document past the bulk size, or of unknown size, is walked', async () =>
   t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Documents', value: 1 }] }));
   assert.deepEqual((await t.read()).value, walked);
   assert.equal(t.calls('Accessibility.getFullAXTree'), 0);
+  // Past the bound, the document's own elements, counted by an evaluation
+  // without side effects (V8 refuses one that might have some).
+  const counted = [];
+  const elements = (answer) => t.chrome.cdp.set('Runtime.evaluate', (p) => {
+    if (p.expression === 'document') throw new Error('no listeners here');
+    counted.push(p);
+    return answer();
+  });
+  t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Nodes', value: 50_000 }] }));
+  elements(() => ({ result: { type: 'number', value: READ.bulkMaxNodes / 2 + 1 } }));
+  assert.deepEqual((await t.read()).value, walked);
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 0);
+  assert.deepEqual(counted.at(-1), { expression: "document.getElementsByTagName('*').length", returnByValue: true, throwOnSideEffect: true, silent: true });
+  elements(() => ({ result: { type: 'object', className: 'EvalError' }, exceptionDetails: { text: 'Uncaught' } }));
+  assert.deepEqual((await t.read()).value, walked);
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 0);
+  // The bfcache's pages, other tabs of the site: the nodes say big, the
+  // document's elements say small.
+  elements(() => ({ result: { type: 'number', value: READ.bulkMaxNodes / 2 } }));
+  assert.deepEqual((await t.read()).value, walked);
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 1);
 });
 
 test('a bulk read keeps the budgets, and fetches what the whole tree does not list', async () => {
@@ -489,6 +525,67 @@ test('a bulk read keeps the budgets, and fetches what the whole tree does not li
   assert.equal(t.calls('Accessibility.getChildAXNodes'), 1);
 });
 
+test('a bulk read asks for the frame tree after its last call, before the answers: the renderer runs them in turn', async () => {
+  const t = await granted();
+  const editable = [{ name: 'editable', value: { type: 'token', value: 'plaintext' } }];
+  const nodes = [node('1', 'RootWebArea', 'A', { childIds: ['2'], backendDOMNodeId: 1 }), node('2', 'button', 'Go', { backendDOMNodeId: 20 })];
+  serveBulk(t, nodes, 10);
+  t.chrome.cdp.set('Runtime.evaluate', () => ({ result: { type: 'object', objectId: 'doc' } }));
+  t.chrome.cdp.set('DOMDebugger.getEventListeners', () => ({ listeners: [] }));
+  t.chrome.cdp.set('Runtime.releaseObject', () => ({}));
+  t.chrome.cdp.set('DOM.describeNode', () => ({ node: { nodeName: 'INPUT', attributes: ['type', 'text'] } }));
+  // Every answer of the read waits, so that what was sent before it shows.
+  let answered = 0;
+  for (const m of ['DOMSnapshot.captureSnapshot', 'Accessibility.getFullAXTree', 'DOMDebugger.getEventListeners']) {
+    const answer = t.chrome.cdp.get(m);
+    t.chrome.cdp.set(m, async (p) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      answered++;
+      return answer(p);
+    });
+  }
+  const seen = []; // how many of those had answered at each frame tree
+  const frameTree = t.chrome.cdp.get('Page.getFrameTree');
+  t.chrome.cdp.set('Page.getFrameTree', (p, tabId) => {
+    seen.push(answered);
+    return frameTree(p, tabId);
+  });
+  const read = async () => {
+    const before = t.chrome.commands.length;
+    const id = t.request('ax.read', { lease: t.lease(1), request: {} });
+    for (let i = 0; i < 200 && !t.port.response(id); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    assert.equal(t.port.response(id).ok, true);
+    return t.chrome.commands.slice(before).map((c) => c.method);
+  };
+  // The frame tree before, the read's calls, the frame tree after them:
+  // nothing was answered when it went (the snapshot answers first, 5 ms on).
+  const calls = (await read()).filter((m) => m !== 'Runtime.releaseObject');
+  assert.deepEqual([calls[0], calls.at(-1)], ['Page.getFrameTree', 'Page.getFrameTree']);
+  assert.deepEqual(calls.slice(1, -1).sort(), ['Accessibility.getFullAXTree', 'DOMDebugger.getEventListeners', 'DOMSnapshot.captureSnapshot',
+    'Performance.getMetrics', 'Runtime.evaluate', 'Runtime.evaluate']);
+  assert.deepEqual(seen, [0, 0]);
+  // A field that may be a password is asked about once the tree came, after
+  // that frame tree: another one follows it.
+  nodes[1] = node('2', 'textbox', 'Name', { backendDOMNodeId: 20, value: { value: 'Ada' }, properties: editable });
+  const secret = (await read()).filter((m) => m !== 'Runtime.releaseObject');
+  assert.deepEqual(secret.slice(-3), ['Page.getFrameTree', 'DOM.describeNode', 'Page.getFrameTree']);
+  // A walk asks for it once its answers came, as before.
+  t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Nodes', value: READ.bulkMaxNodes + 1 }] }));
+  const walk = await read();
+  assert.equal(walk.filter((m) => m === 'Page.getFrameTree').length, 2);
+  assert.equal(walk.at(-1), 'Page.getFrameTree');
+});
+
+test('a bulk read that spans a navigation is read again, then refused', async () => {
+  const t = await granted();
+  serveBulk(t, [node('1', 'RootWebArea', 'A', { backendDOMNodeId: 1 })], 10);
+  let loader = 0;
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: { frame: { id: 'F1', loaderId: `L${++loader}`, url: 'https://a.test/' } } }));
+  assert.equal((await t.read()).code, 'STALE_TARGET');
+  assert.equal(t.calls('Accessibility.getFullAXTree'), 2);
+  assert.equal(t.calls('Page.getFrameTree'), 4 + 1); // and the grant's
+});
+
 test('a bulk read of a child frame asks for that frame\'s tree; a subtree read still walks', async () => {
   const t = await granted();
   serveBulk(t, [node('1', 'RootWebArea', 'Child', { childIds: ['2'] }), node('2', 'button', 'Inside', { backendDOMNodeId: 20 })], 10);
@@ -499,6 +596,7 @@ test('a bulk read of a child frame asks for that frame\'s tree; a subtree read s
   const r = (await t.read({ frame: { frameId: 'C1', loaderId: 'LC' } })).value;
   assert.deepEqual(r.nodes.map((n) => n.name), ['Child', 'Inside']);
   assert.deepEqual(t.chrome.commands.find((c) => c.method === 'Accessibility.getFullAXTree').params, { frameId: 'C1' });
+  assert.equal(t.calls('Runtime.evaluate'), 0); // the main world's document is not the frame's: neither its elements nor its listeners
   const sub = (await t.read({ backendNodeId: 20 })).value;
   assert.deepEqual(sub.nodes.map((n) => n.name), ['Inside']);
   assert.equal(t.calls('Accessibility.getFullAXTree'), 1);
@@ -621,7 +719,7 @@ function lateMarks(t, k) {
   });
 }
 
-test('the clickable marks are read beside the walk: whenever they come, the read is the one they give from the start', async () => {
+test('the clickable marks are read beside the walk: whenever they come, the read is the one they give from the start', async (c) => {
   // Wrappers clickable by the page's doing, each around a button and
   // text: with their marks the projection is not full at the 120th button
   // (the wrappers' names may take its bytes), without them it is.
@@ -642,6 +740,12 @@ test('the clickable marks are read beside the walk: whenever they come, the read
     wide: { nodes: wide, marked: Array.from({ length: 600 }, (_, i) => 10 + i) },
     mixed: { nodes: trees().mixed, marked: [30, 60] },
   };
+  // Subtree reads wait for the snapshot's sizes, which come at any point
+  // here: a read whose sizes came sooner may read by subtrees, which is
+  // another way and a test of its own. They are off.
+  const subtreeMax = READ.subtreeMax;
+  READ.subtreeMax = 0;
+  c.after(() => { READ.subtreeMax = subtreeMax; });
   for (const [name, { nodes, marked: ids }] of Object.entries(cases)) {
     const reads = [];
     for (const k of [0, 1, 2, 10, 100, 250, 1000]) {
@@ -652,7 +756,7 @@ test('the clickable marks are read beside the walk: whenever they come, the read
         backendNodeId: [1, ...ids], parentIndex: [-1, ...ids.map(() => 0)], nodeType: [9, ...ids.map(() => 1)], nodeName: [1, ...ids.map(() => 1)],
         isClickable: { index: ids.map((_, i) => i + 1) } } }] }));
       // The listener read answers too: its calls count toward the budget.
-      t.chrome.cdp.set('DOM.resolveNode', () => ({ object: { objectId: 'doc' } }));
+      t.chrome.cdp.set('Runtime.evaluate', () => ({ result: { type: 'object', objectId: 'doc' } }));
       t.chrome.cdp.set('DOMDebugger.getEventListeners', () => ({ listeners: [] }));
       t.chrome.cdp.set('Runtime.releaseObject', () => ({}));
       lateMarks(t, k);
