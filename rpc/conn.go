@@ -21,7 +21,9 @@
 //     longer answer), [Conn.HalfClosed] is closed so handlers of writing
 //     requests can stop, and the requests already read are still answered
 //     before the connection closes.
-//   - Output is queued to one writer. An envelope that would take the queue
+//   - Output leaves in the order it is queued, written by one sender or
+//     goroutine at a time; frames queued while one is written leave
+//     together, in one writev. An envelope that would take the queue
 //     past [Limits.MaxBuffered] bytes is not queued: a call fails with
 //     QUEUE_FULL, and a response or event closes the connection, because a
 //     peer that stopped reading cannot be answered truthfully any more.
@@ -716,10 +718,11 @@ func (c *Conn) writev() error {
 		c.iov = append(c.iov, v)
 	}
 	c.batchN, c.batchErr = 0, nil
-	if err := c.raw.Write(c.writevFn); err != nil {
+	err := c.raw.Write(c.writevFn)
+	clear(c.iov) // no pointer into a frame outlives the write
+	if err != nil {
 		return err
 	}
-	clear(c.iov) // no pointer into a frame outlives the write
 	return c.batchErr
 }
 
