@@ -21,9 +21,7 @@
 //     longer answer), [Conn.HalfClosed] is closed so handlers of writing
 //     requests can stop, and the requests already read are still answered
 //     before the connection closes.
-//   - Output leaves in the order it is queued, written by one sender or
-//     goroutine at a time; frames queued while one is written leave
-//     together, in one writev. An envelope that would take the queue
+//   - Output is queued to one writer. An envelope that would take the queue
 //     past [Limits.MaxBuffered] bytes is not queued: a call fails with
 //     QUEUE_FULL, and a response or event closes the connection, because a
 //     peer that stopped reading cannot be answered truthfully any more.
@@ -36,13 +34,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/dsh-browser/broker/frames"
 	"github.com/dsh-browser/broker/wire"
@@ -136,27 +132,23 @@ type Conn struct {
 	closeErr error
 
 	order sync.Mutex // held while queueing a frame: frames queue in one order
-	// raw, when rw is a socket, lets a sender write frames itself without
+	// raw, when rw is a socket, lets push write a frame itself without
 	// blocking (see push); nil otherwise.
 	raw syscall.RawConn
-	// writing is held by whoever writes to rw: a sender that found the
-	// connection idle (see push), or the writer goroutine. Only its holder
-	// takes frames from queue, always from the head, so frames leave in the
-	// order they were queued.
+	// writing is held by whoever writes to rw: the writer goroutine, or
+	// push's non-blocking attempt.
 	writing sync.Mutex
-	// The state of a sender's non-blocking write, guarded by writing: the
-	// frames of one writev, their iovecs, how many bytes went out, and
-	// writevSome bound once, so that a write allocates nothing.
-	batch    [][]byte
-	iov      []syscall.Iovec
-	batchN   int
-	batchErr error
-	writevFn func(fd uintptr) bool
+	// The state of push's non-blocking attempt, guarded by writing: the
+	// frame, how much of it went out, and writeSome bound once, so that an
+	// attempt allocates nothing.
+	tryFrame   []byte
+	tryN       int
+	tryWriteFn func(fd uintptr) bool
 
 	mu       sync.Mutex
 	buffered int                            // bytes queued in out, not yet written
-	queue    [][]byte                       // frames (or a frame's tail) not yet taken by a writer, in order
-	queued   int                            // entries of queue, and those being written
+	queue    [][]byte                       // bytes for the writer, in order
+	queued   int                            // entries of queue, and the one being written
 	flush    bool                           // drain waits for the queue to empty
 	seen     map[string]struct{}            // incoming transport IDs ever accepted
 	incoming map[string]context.CancelFunc  // running handlers by ID
@@ -210,7 +202,7 @@ func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Con
 		pending:  make(map[string]chan *wire.Envelope),
 		work:     make(chan job),
 	}
-	c.writevFn = c.writevSome
+	c.tryWriteFn = c.writeSome
 	return c
 }
 
@@ -512,18 +504,17 @@ func (c *Conn) queueReply(frame []byte, err error, responseID string, onQueue fu
 		return err
 	}
 	c.order.Lock()
+	defer c.order.Unlock()
 	if onQueue != nil {
 		onQueue()
 	}
-	mine, err := c.push(frame)
-	c.order.Unlock()
-	if mine {
-		err = c.write(frame)
+	if err := c.push(frame); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil
+		}
+		return err
 	}
-	if errors.Is(err, ErrClosed) {
-		return nil
-	}
-	return err
+	return nil
 }
 
 // Notify sends an event to the peer.
@@ -542,225 +533,88 @@ func (c *Conn) Notify(event string, value any) error {
 // enqueue hands one frame to the writer, enforcing the output budget.
 func (c *Conn) enqueue(frame []byte) error {
 	c.order.Lock()
-	mine, err := c.push(frame)
-	c.order.Unlock()
-	if mine {
-		err = c.write(frame)
-	}
-	return err
+	defer c.order.Unlock()
+	return c.push(frame)
 }
 
-// maxBatch bounds the frames of one writev (the kernel's IOV_MAX is 1024).
-const maxBatch = 64
-
-// push queues one frame (from encodeFrame) behind every frame pushed before
-// it; c.order must be held, so frames leave in the order they are pushed.
+// push sends one frame (from encodeFrame); c.order must be held, so frames
+// leave in the order they are pushed.
 //
-// When nothing is queued and nobody is writing to a socket, push makes its
-// caller the writer instead: it returns true, and the caller must call
-// [Conn.write] with the frame once it has let go of c.order. A frame pushed
-// while someone writes is queued and left to that writer, which takes what
-// is queued before it lets go of the connection and sends it all in one
-// writev: frames that meet at a connection leave together, with no
-// goroutine woken and no sender waiting for another's system call.
-//
-// Queued bytes count against [Limits.MaxBuffered], so a peer that stopped
-// reading still fails a call QUEUE_FULL and never blocks a sender; a frame
-// that goes out at once, as the first of an idle connection, counts only
-// by what the socket did not take (see write).
-func (c *Conn) push(frame []byte) (mine bool, err error) {
+// When nothing is queued and the connection is a socket, push first tries
+// to write the frame itself with one non-blocking write: in the usual case
+// the whole frame goes at once and no hand-off to the writer goroutine is
+// needed. Whatever is left (all of it when the socket is full, or the tail
+// of a partial write) is queued for the writer ahead of anything pushed
+// later. Queued bytes count against [Limits.MaxBuffered], so a peer that
+// stopped reading still fails a call QUEUE_FULL and never blocks a sender.
+func (c *Conn) push(frame []byte) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	select {
 	case <-c.closed:
-		return false, ErrClosed
+		c.mu.Unlock()
+		return ErrClosed
 	default:
 	}
-	if c.raw != nil && c.queued == 0 && c.writing.TryLock() {
-		return true, nil
+	direct := c.raw != nil && c.queued == 0 && c.writing.TryLock()
+	c.mu.Unlock()
+	if direct {
+		n, err := c.tryWrite(frame)
+		c.writing.Unlock()
+		if err != nil {
+			c.close(err)
+			return ErrClosed
+		}
+		if frame = frame[n:]; len(frame) == 0 {
+			return nil
+		}
 	}
+	c.mu.Lock()
 	if c.buffered+len(frame) > c.limits.MaxBuffered {
-		return false, ErrSlowConsumer
+		c.mu.Unlock()
+		if direct {
+			// Part of the frame is out: the rest can never follow in order.
+			c.close(ErrSlowConsumer)
+		}
+		return ErrSlowConsumer
 	}
 	c.buffered += len(frame)
 	c.queued++
 	c.queue = append(c.queue, frame)
-	if c.raw == nil {
-		c.wakeWriter() // not a socket: the writer goroutine writes everything
-	}
-	// Otherwise whoever holds writing takes the frame before letting go
-	// (see write and writeLoop), or the writer goroutine was woken for the
-	// frames ahead of it.
-	return false, nil
-}
-
-// wakeWriter wakes the writer goroutine if it is not awake already.
-func (c *Conn) wakeWriter() {
+	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
-	default:
+	default: // the writer is already awake
 	}
+	return nil
 }
 
-// write is the rest of a push that made its caller the writer: it writes
-// own, then whatever was queued meanwhile, as much as the socket takes
-// without waiting, one writev at a time, until nothing is queued. What the
-// socket leaves (all of it when full, or the tail of a partial write) goes
-// back to the head of the queue for the writer goroutine. c.writing must be
-// held; write lets go of it.
-//
-// If the socket does not take all of own and the rest would take the queue
-// past [Limits.MaxBuffered], the connection closes with ErrSlowConsumer:
-// part of the frame may be out, and the rest can never follow in order.
-func (c *Conn) write(own []byte) error {
-	for {
-		c.mu.Lock()
-		c.batch = c.batch[:0]
-		if own != nil {
-			c.batch = append(c.batch, own)
-		}
-		k := min(len(c.queue), maxBatch-len(c.batch))
-		c.batch = append(c.batch, c.queue[:k]...)
-		c.popQueue(k)
-		c.mu.Unlock()
-
-		err := c.writev()
-		n := c.batchN
-
-		c.mu.Lock()
-		var left [][]byte // what the socket did not take, in order
-		ownShort := false
-		for i, frame := range c.batch {
-			w := min(n, len(frame))
-			n -= w
-			if i == 0 && own != nil {
-				if w == len(frame) {
-					continue
-				}
-				// own's rest is queued, and counted, from now on.
-				ownShort = true
-				c.buffered += len(frame) - w
-				c.queued++
-			} else {
-				c.buffered -= w
-				if w == len(frame) {
-					c.queued--
-					continue
-				}
-			}
-			left = append(left, frame[w:])
-		}
-		clear(c.batch)
-		if err != nil {
-			c.writing.Unlock()
-			c.mu.Unlock()
-			c.close(err)
-			if ownShort {
-				return ErrClosed
-			}
-			return nil // own went out; the connection closes for a later frame
-		}
-		if ownShort && c.buffered > c.limits.MaxBuffered {
-			c.writing.Unlock()
-			c.mu.Unlock()
-			c.close(ErrSlowConsumer)
-			return ErrSlowConsumer
-		}
-		if len(left) > 0 {
-			c.queue = slices.Insert(c.queue, 0, left...)
-			c.wakeWriter() // the writer goroutine waits for room
-			c.writing.Unlock()
-			c.mu.Unlock()
-			return nil
-		}
-		c.noteFlushed()
-		if len(c.queue) == 0 {
-			c.writing.Unlock() // under c.mu: a push now finds writing free
-			c.mu.Unlock()
-			return nil
-		}
-		c.mu.Unlock()
-		own = nil
-	}
+// tryWrite writes as much of frame as the socket takes without waiting,
+// and returns how much that was. c.writing must be held.
+func (c *Conn) tryWrite(frame []byte) (int, error) {
+	c.tryFrame, c.tryN = frame, 0
+	err := c.raw.Write(c.tryWriteFn)
+	n := c.tryN
+	c.tryFrame = nil
+	return n, err
 }
 
-// popQueue takes the first k frames off the queue; c.mu must be held.
-func (c *Conn) popQueue(k int) {
-	if k == len(c.queue) {
-		clear(c.queue)
-		c.queue = c.queue[:0] // keeps its array for the next frames
-		return
-	}
-	clear(c.queue[:k])
-	c.queue = c.queue[k:]
-}
-
-// noteFlushed tells drain that nothing is left to write, if it asked and
-// nothing is; c.mu must be held.
-func (c *Conn) noteFlushed() {
-	if c.queued == 0 && c.flush {
-		select {
-		case <-c.flushed:
-		default:
-			close(c.flushed)
-		}
-	}
-}
-
-// writev writes c.batch with one non-blocking writev (or more, if a signal
-// interrupts it), sets c.batchN to how many bytes went out, and returns the
-// error that is not a full socket. c.writing must be held.
-func (c *Conn) writev() error {
-	c.iov = c.iov[:0]
-	for _, frame := range c.batch {
-		v := syscall.Iovec{Base: &frame[0]}
-		v.SetLen(len(frame))
-		c.iov = append(c.iov, v)
-	}
-	c.batchN, c.batchErr = 0, nil
-	err := c.raw.Write(c.writevFn)
-	clear(c.iov) // no pointer into a frame outlives the write
-	if err != nil {
-		return err
-	}
-	return c.batchErr
-}
-
-// writevSome is writev's raw write of c.iov. It skips what an earlier
-// attempt wrote, and never waits for room: that is the writer goroutine's.
-func (c *Conn) writevSome(fd uintptr) bool {
-	iov := c.iov
-	for len(iov) > 0 {
-		m, _, errno := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
-		if errno == syscall.EINTR {
+// writeSome is tryWrite's raw write of c.tryFrame from c.tryN.
+func (c *Conn) writeSome(fd uintptr) bool {
+	for c.tryN < len(c.tryFrame) {
+		m, err := syscall.Write(int(fd), c.tryFrame[c.tryN:])
+		if err == syscall.EINTR {
 			continue
 		}
-		if errno == syscall.EAGAIN || (errno == 0 && m == 0) {
+		if err == syscall.EAGAIN || m <= 0 {
 			break // full: the writer goroutine waits for room
 		}
-		if errno != 0 {
-			c.batchErr = errno
-			break
-		}
-		c.batchN += int(m)
-		for m > 0 { // step past what went out
-			l := int(iov[0].Len)
-			if int(m) < l {
-				iov[0].Base = (*byte)(unsafe.Add(unsafe.Pointer(iov[0].Base), m))
-				iov[0].SetLen(l - int(m))
-				break
-			}
-			m -= uintptr(l)
-			iov = iov[1:]
-		}
+		c.tryN += m
 	}
-	return true
+	return true // never wait here
 }
 
-// writeLoop writes what a sender left queued when the socket was full, or
-// everything when rw is not a socket, in order, one frame at a time,
-// waiting for room as long as it takes. It takes frames off the queue only
-// while it holds c.writing, and lets go of it only when nothing is queued.
+// writeLoop writes what push queued, in order: whole frames, or the tail
+// of one push could only start.
 func (c *Conn) writeLoop() {
 	for {
 		select {
@@ -768,25 +622,31 @@ func (c *Conn) writeLoop() {
 		case <-c.closed:
 			return
 		}
-		c.writing.Lock()
 		for {
 			c.mu.Lock()
 			if len(c.queue) == 0 {
-				c.writing.Unlock() // under c.mu: a push now finds writing free
 				c.mu.Unlock()
 				break
 			}
 			data := c.queue[0]
-			c.popQueue(1)
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
 			c.mu.Unlock()
+			c.writing.Lock()
 			_, err := c.rw.Write(data)
+			c.writing.Unlock()
 			c.mu.Lock()
 			c.buffered -= len(data)
 			c.queued--
-			c.noteFlushed()
+			if c.queued == 0 && c.flush {
+				select {
+				case <-c.flushed:
+				default:
+					close(c.flushed)
+				}
+			}
 			c.mu.Unlock()
 			if err != nil {
-				c.writing.Unlock()
 				c.close(err)
 				return
 			}
@@ -877,11 +737,8 @@ func (c *Conn) CallWithin(ctx context.Context, d time.Duration, method string, p
 		}
 		return nil, err
 	}
-	mine, err := c.push(req)
+	err = c.push(req)
 	c.order.Unlock()
-	if mine {
-		err = c.write(req)
-	}
 	if err != nil {
 		forget()
 		if errors.Is(err, ErrClosed) {
