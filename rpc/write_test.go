@@ -148,6 +148,8 @@ func TestSocketOutputBudget(t *testing.T) {
 	}
 	// A call one byte past the room fails QUEUE_FULL; the connection stays.
 	head, _ := wire.Encode(wire.Request("1", "m", json.RawMessage(`{"p":""}`)))
+	// call sends a request whose frame is size bytes; id is the transport
+	// ID the connection gives it (1, 2, …), which counts in the size.
 	call := func(id string, size int) error {
 		pad := strings.Repeat("y", size-frames.HeaderSize-len(head)-(len(id)-1))
 		_, err := c.Call(context.Background(), "m", map[string]string{"p": pad})
