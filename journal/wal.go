@@ -50,7 +50,7 @@ func frameLen(entries []walEntry) int {
 }
 
 // appendFrame appends the frame of entries to buf.
-func appendFrame(buf, secret []byte, gen, seq, synced uint64, entries []walEntry) []byte {
+func appendFrame(buf []byte, secret *macKey, gen, seq, synced uint64, entries []walEntry) []byte {
 	start := len(buf)
 	buf = append(buf, walMagic...)
 	buf = binary.BigEndian.AppendUint64(buf, gen)
@@ -66,15 +66,16 @@ func appendFrame(buf, secret []byte, gen, seq, synced uint64, entries []walEntry
 	}
 	plen := len(buf) - start - frameHeader
 	binary.BigEndian.PutUint32(buf[start+32:], uint32(plen))
-	buf = append(buf, frameMAC(secret, buf[start:start+frameHeader], buf[start+frameHeader:])...)
+	buf = frameMAC(buf, secret, buf[start:start+frameHeader], buf[start+frameHeader:])
 	for (len(buf)-start)%frameAlign != 0 {
 		buf = append(buf, 0)
 	}
 	return buf
 }
 
-func frameMAC(secret, header, payload []byte) []byte {
-	return mac(secret, []byte("wal"), header, payload)
+// frameMAC appends the MAC of a frame's header and payload to dst.
+func frameMAC(dst []byte, secret *macKey, header, payload []byte) []byte {
+	return secret.sum(dst, []byte("wal"), header, payload)
 }
 
 // frame is a parsed, verified frame.
@@ -87,7 +88,7 @@ type frame struct {
 // parseFrame reads the frame at the start of data. It returns false unless
 // a whole frame of generation gen is there and its MAC verifies; it does
 // not check the sequence number. The entries alias data.
-func parseFrame(data, secret []byte, gen uint64) (frame, bool) {
+func parseFrame(data []byte, secret *macKey, gen uint64) (frame, bool) {
 	if len(data) < frameHeader+macSize || string(data[:4]) != walMagic ||
 		binary.BigEndian.Uint64(data[4:]) != gen {
 		return frame{}, false
@@ -98,7 +99,8 @@ func parseFrame(data, secret []byte, gen uint64) (frame, bool) {
 		return frame{}, false
 	}
 	header, payload := data[:frameHeader], data[frameHeader:frameHeader+plen]
-	if !hmac.Equal(data[frameHeader+plen:frameHeader+plen+macSize], frameMAC(secret, header, payload)) {
+	var m [macSize]byte
+	if !hmac.Equal(data[frameHeader+plen:frameHeader+plen+macSize], frameMAC(m[:0], secret, header, payload)) {
 		return frame{}, false
 	}
 	f := frame{seq: binary.BigEndian.Uint64(data[12:]), synced: binary.BigEndian.Uint64(data[20:])}
@@ -137,7 +139,7 @@ var errWALDamaged = errors.New("write-ahead log damaged before its end")
 // never acknowledged; so it is the end of the log, unless a verified
 // frame further on says that frame had been synced: then the log was
 // damaged (errWALDamaged).
-func readWAL(f *os.File, size int64, secret []byte, gen uint64, apply func(walEntry) error) (end int64, seq uint64, err error) {
+func readWAL(f *os.File, size int64, secret *macKey, gen uint64, apply func(walEntry) error) (end int64, seq uint64, err error) {
 	data := make([]byte, size)
 	if _, err := f.ReadAt(data, 0); err != nil {
 		return 0, 0, err
