@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"golang.org/x/sys/unix"
 )
 
 // The write-ahead log: a file of fixed size, zero-filled when it is made,
@@ -140,6 +142,7 @@ var errWALDamaged = errors.New("write-ahead log damaged before its end")
 // frame further on says that frame had been synced: then the log was
 // damaged (errWALDamaged).
 func readWAL(f *os.File, size int64, secret *macKey, gen uint64, apply func(walEntry) error) (end int64, seq uint64, err error) {
+	dropPages(f)
 	data := make([]byte, size)
 	if _, err := f.ReadAt(data, 0); err != nil {
 		return 0, 0, err
@@ -171,11 +174,36 @@ func readWAL(f *os.File, size int64, secret *macKey, gen uint64, apply func(walE
 // createFile). Writing the zeros now, rather than growing the file as
 // frames come, lets a frame's fdatasync flush the data alone: the file's
 // size and blocks never change afterwards.
+//
+// The zeros are written one page at a time. Linux caches what one large
+// write wrote in large folios (up to the whole log in one), and every
+// later write into a large folio walks all of its blocks: a 512-byte
+// frame cost about 4 µs to write instead of 1.8, and a sync of the log
+// about 5% more than the same sync of a file cached in pages (BENCHMARKS,
+// "Action journal"). Writes of a page each make folios of a page each;
+// so does reading the log back (dropPages).
 func createWAL(path string, size int64) error {
 	return createFile(path, func(f *os.File) error {
-		_, err := f.Write(make([]byte, size))
-		return err
+		page := make([]byte, walPage)
+		for off := int64(0); off < size; off += walPage {
+			if _, err := f.Write(page[:min(walPage, size-off)]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+}
+
+// walPage is the size of the writes that fill a new log: a page.
+const walPage = 4096
+
+// dropPages asks the kernel to drop the log's clean pages from its cache,
+// so that reading the log back (at Open) caches it in pages: a log made
+// by a broker that wrote it in one write may still be cached in large
+// folios (see createWAL). Dirty pages stay, so nothing a write left is
+// lost, and the advice failing costs only speed.
+func dropPages(f *os.File) {
+	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
 
 // walMeta is the sealed metadata value naming the log's current generation
