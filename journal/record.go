@@ -306,7 +306,11 @@ func parseRecord(secret *macKey, key, data []byte) (Record, error) {
 		return Record{}, fmt.Errorf("record version %d", d.V)
 	}
 	var h [32]byte
-	if n, err := hex.Decode(h[:], []byte(d.Hash)); err != nil || n != len(h) || len(d.Hash) != 2*len(h) {
+	// The length first: hex.Decode writes half of any input into h.
+	if len(d.Hash) != 2*len(h) {
+		return Record{}, errors.New("record hash is not 64 hex digits")
+	}
+	if _, err := hex.Decode(h[:], []byte(d.Hash)); err != nil {
 		return Record{}, errors.New("record hash is not 64 hex digits")
 	}
 	r := Record{
