@@ -76,8 +76,9 @@ var (
 	metaLegacy    = []byte("legacy") // sealed, optional: what a migration kept
 )
 
-// diskRecord is the JSON of a record. Field order is the canonical order:
-// a stored record must re-encode to exactly its bytes.
+// diskRecord is the JSON of a record, as parseRecord decodes it. Field
+// order is the canonical order, which appendRecord writes: a stored record
+// must re-encode to exactly its bytes.
 type diskRecord struct {
 	V          int    `json:"v"`
 	Hash       string `json:"hash"` // hex(payload hash XOR pad(key)), see mask
@@ -252,14 +253,9 @@ func fromUnixNano(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-// marshalRecord is the canonical JSON of r, with its hash masked for key.
-func marshalRecord(secret *macKey, key []byte, r *Record) ([]byte, error) {
-	return appendRecord(nil, secret, key, r)
-}
-
 // appendRecord appends the canonical JSON of r, with its hash masked for
 // key, to buf: the bytes json.Marshal gives for its diskRecord (which
-// wrote the records of earlier versions; TestRecordJSON compares the
+// wrote the records of earlier versions; FuzzRecordJSON compares the
 // two), without reflection. Every string in it is a constant or a kind,
 // which validRecord limits to characters JSON never escapes.
 func appendRecord(buf []byte, secret *macKey, key []byte, r *Record) ([]byte, error) {
@@ -291,7 +287,7 @@ func appendRecord(buf []byte, secret *macKey, key []byte, r *Record) ([]byte, er
 }
 
 // parseRecord decodes and validates canonical record JSON. It accepts only
-// what marshalRecord produces: re-encoding must give the same bytes.
+// what appendRecord produces: re-encoding must give the same bytes.
 func parseRecord(secret *macKey, key, data []byte) (Record, error) {
 	var d diskRecord
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -317,7 +313,7 @@ func parseRecord(secret *macKey, key, data []byte) (Record, error) {
 		Hash: mask(secret, key, h), Kind: d.Kind, State: d.State, Dispatch: d.Dispatch, Outcome: d.Outcome,
 		ReservedAt: fromUnixNano(d.ReservedAt), SettledAt: fromUnixNano(d.SettledAt),
 	}
-	again, err := marshalRecord(secret, key, &r)
+	again, err := appendRecord(nil, secret, key, &r)
 	if err != nil {
 		return Record{}, err
 	}
