@@ -151,7 +151,7 @@ func (j *Journal) checkpoint(compact bool) (int, error) {
 					return err
 				}
 			}
-			return meta.Put(metaWAL, walMeta(j.key, next, j.wal.size))
+			return meta.Put(metaWAL, walMeta(j.key.secret, next, j.wal.size))
 		})
 	})
 	if err != nil {

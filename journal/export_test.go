@@ -8,14 +8,19 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-var (
-	DecodeValue = decodeValue
-	EncodeValue = encodeValue
-	Seal        = seal
-	DBKey       = dbKey
-	CheckValue  = checkValue
-	AppendFrame = appendFrame
-)
+var CheckValue = checkValue
+
+func DecodeValue(secret, key, v []byte) (Record, error) {
+	return decodeValue(newMACKey(secret), key, v)
+}
+func EncodeValue(secret, key []byte, r *Record) ([]byte, error) {
+	return encodeValue(newMACKey(secret), key, r)
+}
+func Seal(secret, key, js []byte) []byte { return seal(newMACKey(secret), key, js) }
+func DBKey(secret []byte, k Key) []byte  { return dbKey(newMACKey(secret), k) }
+func AppendFrame(buf, secret []byte, gen, seq, synced uint64, entries []walEntry) []byte {
+	return appendFrame(buf, newMACKey(secret), gen, seq, synced, entries)
+}
 
 // WALEntryT is a log entry, for AppendFrame.
 type WALEntryT = walEntry
@@ -32,7 +37,7 @@ func WithWALSize(o Options, n int64) Options {
 }
 
 // Key returns the journal's key.
-func (j *Journal) Key() []byte { return j.key }
+func (j *Journal) Key() []byte { return j.key.secret }
 
 // WALState is where the log's next frame goes, its generation, and the
 // last of its frames written and synced. No write may be in flight.
@@ -118,7 +123,7 @@ func Syncs(j *Journal) int64 { return j.syncs.Load() }
 // ParseFrame parses the frame at the start of data: its sequence numbers
 // and entries, and its padded length (0 when it is not a valid frame).
 func ParseFrame(data, secret []byte, gen uint64) (seq, synced uint64, entries []walEntry, n int) {
-	fr, ok := parseFrame(data, secret, gen)
+	fr, ok := parseFrame(data, newMACKey(secret), gen)
 	if !ok {
 		return 0, 0, nil, 0
 	}

@@ -64,7 +64,7 @@ type Journal struct {
 	opts Options
 	log  *slog.Logger
 
-	key  []byte   // from the key file; set once by Open
+	key  *macKey  // from the key file; set once by Open
 	db   *bolt.DB // nil when Open failed; set once by Open
 	file *os.File // the file bbolt opened (tests break it to make writes fail)
 
@@ -97,7 +97,7 @@ type Journal struct {
 	// legacy is the auth token that keys the records a migration kept,
 	// while they can still be found: the caller supplied that token, and
 	// migratedAt is within Retention. Nil otherwise.
-	legacy     []byte
+	legacy     *macKey
 	migratedAt time.Time // zero once the "legacy" metadata is gone
 }
 
@@ -195,7 +195,7 @@ func (j *Journal) open() *Problem {
 		if p != nil {
 			return p
 		}
-		j.key = key
+		j.key = newMACKey(key)
 	}
 	meta, p := j.verify()
 	if p != nil {
@@ -291,7 +291,7 @@ func (j *Journal) create() *Problem {
 	if p != nil {
 		return p
 	}
-	j.key = key
+	j.key = newMACKey(key)
 	w, p := openWAL(WALPath(j.path), j.opts.walSize)
 	if p != nil {
 		return p
@@ -398,7 +398,7 @@ func (j *Journal) verify() (fileMeta, *Problem) {
 	return j.verifyAs(format, j.key)
 }
 
-func (j *Journal) verifyAs(f string, secret []byte) (m fileMeta, p *Problem) {
+func (j *Journal) verifyAs(f string, secret *macKey) (m fileMeta, p *Problem) {
 	corrupt := func(what string, cause error) *Problem {
 		return &Problem{Reason: fmt.Sprintf("the journal file %s %s", j.path, what), Fix: fixReset, Cause: cause}
 	}
@@ -435,7 +435,7 @@ func (j *Journal) verifyAs(f string, secret []byte) (m fileMeta, p *Problem) {
 				p = corrupt(fmt.Sprintf("has format %q; this broker reads %q", got, format), nil)
 				return nil
 			}
-			if !hmac.Equal(meta.Get(metaCheck), checkValue(secret, f)) {
+			if !hmac.Equal(meta.Get(metaCheck), checkValue(secret.secret, f)) {
 				p = &Problem{Reason: fmt.Sprintf("the journal %s was written with another key than %s, so its records cannot be verified", j.path, KeyPath(j.path)),
 					Fix: fixReset}
 				return nil
@@ -485,7 +485,7 @@ func (j *Journal) verifyAs(f string, secret []byte) (m fileMeta, p *Problem) {
 	}
 	j.migratedAt = m.migratedAt
 	if m.legacy != nil && j.opts.LegacySecret != nil && hmac.Equal(m.legacy, checkValue(j.opts.LegacySecret, legacyFormat)) {
-		j.legacy = bytes.Clone(j.opts.LegacySecret)
+		j.legacy = newMACKey(bytes.Clone(j.opts.LegacySecret))
 	}
 	return m, nil
 }
@@ -500,12 +500,12 @@ func (j *Journal) readMeta(meta *bolt.Bucket, f string, m *fileMeta) *Problem {
 	want := 2
 	if f == format {
 		var ok bool
-		if m.gen, m.walSize, ok = parseWALMeta(j.key, meta.Get(metaWAL)); !ok {
+		if m.gen, m.walSize, ok = parseWALMeta(j.key.secret, meta.Get(metaWAL)); !ok {
 			return corrupt("was changed outside the broker: its log metadata failed its integrity check")
 		}
 		want++
 		if v := meta.Get(metaLegacy); v != nil {
-			data, ok := openMeta(j.key, metaLegacy, v, macSize+8)
+			data, ok := openMeta(j.key.secret, metaLegacy, v, macSize+8)
 			if !ok {
 				return corrupt("was changed outside the broker: its migration metadata failed its integrity check")
 			}
@@ -573,7 +573,7 @@ func (j *Journal) fromLegacy() *Problem {
 // these records are found only while the broker runs with that token, and
 // are compacted after Retention like any other.
 func (j *Journal) migrate() *Problem {
-	secret := j.opts.LegacySecret
+	secret := newMACKey(j.opts.LegacySecret)
 	if _, p := j.verifyAs(legacyFormat, secret); p != nil {
 		return p
 	}
@@ -586,9 +586,10 @@ func (j *Journal) migrate() *Problem {
 		return p
 	}
 	w.f.Close()
+	newKey := newMACKey(key)
 	var gen [8]byte
 	rand.Read(gen[:])
-	legacy := binary.BigEndian.AppendUint64(checkValue(secret, legacyFormat), uint64(j.now().UnixNano()))
+	legacy := binary.BigEndian.AppendUint64(checkValue(secret.secret, legacyFormat), uint64(j.now().UnixNano()))
 	err := guard(func() error {
 		return j.db.Update(func(tx *bolt.Tx) error {
 			recs, meta := tx.Bucket(bucketRecords), tx.Bucket(bucketMeta)
@@ -599,7 +600,7 @@ func (j *Journal) migrate() *Problem {
 				if err != nil {
 					return err
 				}
-				nv, err := encodeValue(key, k, &r)
+				nv, err := encodeValue(newKey, k, &r)
 				all = append(all, kv{bytes.Clone(k), nv})
 				return err
 			})
@@ -627,7 +628,7 @@ func (j *Journal) migrate() *Problem {
 	if err != nil {
 		return &Problem{Reason: fmt.Sprintf("the journal %s cannot be migrated to the current format", j.path), Fix: fixReset, Cause: err}
 	}
-	j.key = key
+	j.key = newKey
 	j.log.Info("journal migrated: its records are now keyed by its own key", "key", KeyPath(j.path))
 	return nil
 }

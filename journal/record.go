@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"strconv"
+	"sync"
 	"time"
 )
 
@@ -73,8 +76,9 @@ var (
 	metaLegacy    = []byte("legacy") // sealed, optional: what a migration kept
 )
 
-// diskRecord is the JSON of a record. Field order is the canonical order:
-// a stored record must re-encode to exactly its bytes.
+// diskRecord is the JSON of a record, as parseRecord decodes it. Field
+// order is the canonical order, which appendRecord writes: a stored record
+// must re-encode to exactly its bytes.
 type diskRecord struct {
 	V          int    `json:"v"`
 	Hash       string `json:"hash"` // hex(payload hash XOR pad(key)), see mask
@@ -86,7 +90,8 @@ type diskRecord struct {
 	SettledAt  int64  `json:"settledAt,omitempty"` // Unix nanoseconds
 }
 
-// mac is HMAC-SHA256(secret, parts joined by NUL).
+// mac is HMAC-SHA256(secret, parts joined by NUL), for what is computed
+// once in a while (metadata); a record's MACs use a [macKey].
 func mac(secret []byte, parts ...[]byte) []byte {
 	m := hmac.New(sha256.New, secret)
 	for i, p := range parts {
@@ -98,10 +103,51 @@ func mac(secret []byte, parts ...[]byte) []byte {
 	return m.Sum(nil)
 }
 
+// macKey computes HMAC-SHA256 under one secret, for the MACs every action
+// takes (four per record written). hmac.New hashes the secret into the
+// inner and outer pads each time, and allocates; a keyed HMAC taken from
+// the pool is Reset instead, which restores the two pads' hash states.
+type macKey struct {
+	secret []byte
+	pool   sync.Pool // of *macState
+}
+
+// macState is a keyed HMAC and buffers for its input and its sum.
+type macState struct {
+	h       hash.Hash
+	in, out []byte
+}
+
+func newMACKey(secret []byte) *macKey {
+	k := &macKey{secret: secret}
+	k.pool.New = func() any { return &macState{h: hmac.New(sha256.New, secret)} }
+	return k
+}
+
+// sum appends HMAC-SHA256(secret, parts joined by NUL) to dst. The parts
+// and the sum are copied, so that the caller's slices do not escape
+// through the hash's interface: a caller's buffer can stay on its stack.
+func (k *macKey) sum(dst []byte, parts ...[]byte) []byte {
+	s := k.pool.Get().(*macState)
+	s.in = s.in[:0]
+	for i, p := range parts {
+		if i > 0 {
+			s.in = append(s.in, 0)
+		}
+		s.in = append(s.in, p...)
+	}
+	s.h.Reset()
+	s.h.Write(s.in)
+	s.out = s.h.Sum(s.out[:0])
+	dst = append(dst, s.out...)
+	k.pool.Put(s)
+	return dst
+}
+
 // dbKey is the bbolt key of k. It is injective because validKey forbids NUL
 // in RequestID: the last NUL of the MAC input ends the scope.
-func dbKey(secret []byte, k Key) []byte {
-	return mac(secret, []byte("key"), []byte(k.Scope), []byte(k.RequestID))
+func dbKey(secret *macKey, k Key) []byte {
+	return secret.sum(make([]byte, 0, keySize), []byte("key"), []byte(k.Scope), []byte(k.RequestID))
 }
 
 // checkValue lets Open tell a changed secret from a tampered record. f is
@@ -128,8 +174,9 @@ func openMeta(secret, name, v []byte, n int) ([]byte, bool) {
 // mask hides the payload hash behind a per-key pad, so that the file holds
 // no digest of a payload that could be tested against guesses (a typed
 // value is often guessable) without the secret. It is its own inverse.
-func mask(secret, key []byte, h [32]byte) [32]byte {
-	pad := mac(secret, []byte("hash"), key)
+func mask(secret *macKey, key []byte, h [32]byte) [32]byte {
+	var buf [macSize]byte
+	pad := secret.sum(buf[:0], []byte("hash"), key)
 	for i := range h {
 		h[i] ^= pad[i]
 	}
@@ -206,21 +253,42 @@ func fromUnixNano(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-// marshalRecord is the canonical JSON of r, with its hash masked for key.
-func marshalRecord(secret, key []byte, r *Record) ([]byte, error) {
+// appendRecord appends the canonical JSON of r, with its hash masked for
+// key, to buf: the bytes json.Marshal gives for its diskRecord (which
+// wrote the records of earlier versions; FuzzRecordJSON compares the
+// two), without reflection. Every string in it is a constant or a kind,
+// which validRecord limits to characters JSON never escapes.
+func appendRecord(buf []byte, secret *macKey, key []byte, r *Record) ([]byte, error) {
 	if err := validRecord(r); err != nil {
 		return nil, err
 	}
 	h := mask(secret, key, r.Hash)
-	return json.Marshal(diskRecord{
-		V: 1, Hash: hex.EncodeToString(h[:]), Kind: r.Kind, State: r.State, Dispatch: r.Dispatch,
-		Outcome: r.Outcome, ReservedAt: unixNano(r.ReservedAt), SettledAt: unixNano(r.SettledAt),
-	})
+	buf = append(buf, `{"v":1,"hash":"`...)
+	buf = hex.AppendEncode(buf, h[:])
+	buf = append(buf, `","kind":"`...)
+	buf = append(buf, r.Kind...)
+	buf = append(buf, `","state":"`...)
+	buf = append(buf, r.State...)
+	buf = append(buf, `","dispatch":"`...)
+	buf = append(buf, r.Dispatch...)
+	buf = append(buf, '"')
+	if r.Outcome != "" {
+		buf = append(buf, `,"outcome":"`...)
+		buf = append(buf, r.Outcome...)
+		buf = append(buf, '"')
+	}
+	buf = append(buf, `,"reservedAt":`...)
+	buf = strconv.AppendInt(buf, unixNano(r.ReservedAt), 10)
+	if at := unixNano(r.SettledAt); at != 0 {
+		buf = append(buf, `,"settledAt":`...)
+		buf = strconv.AppendInt(buf, at, 10)
+	}
+	return append(buf, '}'), nil
 }
 
 // parseRecord decodes and validates canonical record JSON. It accepts only
-// what marshalRecord produces: re-encoding must give the same bytes.
-func parseRecord(secret, key, data []byte) (Record, error) {
+// what appendRecord produces: re-encoding must give the same bytes.
+func parseRecord(secret *macKey, key, data []byte) (Record, error) {
 	var d diskRecord
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -234,14 +302,18 @@ func parseRecord(secret, key, data []byte) (Record, error) {
 		return Record{}, fmt.Errorf("record version %d", d.V)
 	}
 	var h [32]byte
-	if n, err := hex.Decode(h[:], []byte(d.Hash)); err != nil || n != len(h) || len(d.Hash) != 2*len(h) {
+	// The length first: hex.Decode writes half of any input into h.
+	if len(d.Hash) != 2*len(h) {
+		return Record{}, errors.New("record hash is not 64 hex digits")
+	}
+	if _, err := hex.Decode(h[:], []byte(d.Hash)); err != nil {
 		return Record{}, errors.New("record hash is not 64 hex digits")
 	}
 	r := Record{
 		Hash: mask(secret, key, h), Kind: d.Kind, State: d.State, Dispatch: d.Dispatch, Outcome: d.Outcome,
 		ReservedAt: fromUnixNano(d.ReservedAt), SettledAt: fromUnixNano(d.SettledAt),
 	}
-	again, err := marshalRecord(secret, key, &r)
+	again, err := appendRecord(nil, secret, key, &r)
 	if err != nil {
 		return Record{}, err
 	}
@@ -252,27 +324,32 @@ func parseRecord(secret, key, data []byte) (Record, error) {
 }
 
 // encodeValue is the bbolt value of r under key: MAC || JSON.
-func encodeValue(secret, key []byte, r *Record) ([]byte, error) {
-	js, err := marshalRecord(secret, key, r)
+func encodeValue(secret *macKey, key []byte, r *Record) ([]byte, error) {
+	// One allocation: the JSON goes after room for its MAC, which is
+	// computed over it and copied in front.
+	v, err := appendRecord(make([]byte, macSize, macSize+300), secret, key, r) // the JSON is under 300 bytes
 	if err != nil {
 		return nil, err
 	}
-	return seal(secret, key, js), nil
+	var m [macSize]byte
+	copy(v, secret.sum(m[:0], []byte("record"), key, v[macSize:]))
+	return v, nil
 }
 
-func seal(secret, key, js []byte) []byte {
+func seal(secret *macKey, key, js []byte) []byte {
 	v := make([]byte, 0, macSize+len(js))
-	v = append(v, mac(secret, []byte("record"), key, js)...)
+	v = secret.sum(v, []byte("record"), key, js)
 	return append(v, js...)
 }
 
 // decodeValue verifies and decodes a bbolt value. Any input is safe.
-func decodeValue(secret, key, v []byte) (Record, error) {
+func decodeValue(secret *macKey, key, v []byte) (Record, error) {
 	if len(v) <= macSize || len(v) > maxValueLen {
 		return Record{}, fmt.Errorf("record of %d bytes", len(v))
 	}
 	js := v[macSize:]
-	if !hmac.Equal(v[:macSize], mac(secret, []byte("record"), key, js)) {
+	var m [macSize]byte
+	if !hmac.Equal(v[:macSize], secret.sum(m[:0], []byte("record"), key, js)) {
 		return Record{}, errMAC
 	}
 	return parseRecord(secret, key, js)
