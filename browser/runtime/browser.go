@@ -197,14 +197,10 @@ func hostByte(c byte) bool {
 }
 
 // allowedURL reports whether raw is a credential-free HTTP(S) URL of an
-// allowed origin; the origin is spelled out only when an allowlist needs
-// it.
+// allowed origin.
 func (r *Runtime) allowedURL(raw string) bool {
-	if origin, ok := plainHTTPOrigin(raw); ok {
-		return r.allowedOrigin(origin)
-	}
-	u, ok := httpURL(raw)
-	return ok && (r.anyOrigin() || r.allowedOrigin(u.Scheme+"://"+u.Host))
+	origin, ok := httpOrigin(raw)
+	return ok && r.allowedOrigin(origin)
 }
 
 // anyOrigin reports whether every origin is allowed: in personal mode, or

@@ -519,7 +519,7 @@ async function small(r, main) {
   const elements = main ?
     size(r.call('Runtime.evaluate', { expression: ELEMENTS, returnByValue: true, throwOnSideEffect: true, silent: true })).then((res) => res?.result?.value) :
     Promise.resolve(undefined); // a child frame's document is not the main world's
-  elements.catch(() => {}); // not asked for when the nodes tell
+  elements.catch(() => {}); // sent, but not waited for when the node count tells
   const n = await nodes;
   if (Number.isFinite(n) && n <= READ.bulkMaxNodes) return true;
   const k = await elements;
