@@ -9,6 +9,7 @@ import { createApprovals, ADMIT_WINDOW } from './approval.js';
 import { createConsents } from './consent.js';
 import { createOwner } from './owner.js';
 import * as ax from './ax.js';
+import * as pageread from './pageread.js';
 import * as input from './input.js';
 import * as dom from './dom.js';
 import { checkCdp } from './cdp.js';
@@ -155,7 +156,9 @@ export function createExtension(chrome, {
   // A method whose fn starts with oneDocument asks the main frame's tree
   // (document: true) while the tab is looked up, not after: on a small page
   // each of those round trips is a tenth of the read.
-  const leased = (check, fn, { document = false } = {}) => (conn, params, signal) => {
+  // early, when given, sends the calls a method's read starts with beside
+  // those (its answer is the context's early).
+  const leased = (check, fn, { document = false, early } = {}) => (conn, params, signal) => {
     const lease = parseLease(params.lease);
     check(params);
     const gate = gates.check(conn, lease);
@@ -163,9 +166,18 @@ export function createExtension(chrome, {
       const send = (method, p) => gates.send(gate, signal, method, p);
       const tree = document ? send('Page.getFrameTree') : undefined;
       tree?.catch(() => {}); // a refused lease is answered by authorize, never by this
-      const tab = await gates.authorize(conn, lease, gate);
+      // They read nothing of the page (pageread.prepare): a tab gone
+      // meanwhile has its page read by nobody.
+      const ahead = early?.(send, gate, params.request);
+      let tab;
+      try {
+        tab = await gates.authorize(conn, lease, gate);
+      } catch (e) {
+        ahead?.release();
+        throw e;
+      }
       const page = { documentEpoch: gate.epoch, url: tab.url, title: tab.title ?? '' };
-      return fn({ gate, send, page, tab, tree, request: params.request, params });
+      return fn({ gate, send, page, tab, tree, early: ahead, request: params.request, params });
     });
   };
 
@@ -240,6 +252,22 @@ export function createExtension(chrome, {
     const after = await sameOriginFrame(ctx, frame);
     if (after.documentEpoch !== before.documentEpoch) fail('STALE_TARGET');
     return result;
+  }
+
+  // readDocument reads the main frame's whole document in the page
+  // (pageread.js), or where that cannot be done with the AX read. The
+  // calls asked early (leased) serve the first attempt only: a second is
+  // of another document.
+  async function readDocument(ctx, page, lastCall) {
+    const prepared = ctx.early;
+    ctx.early = undefined;
+    try {
+      return await pageread.read(ctx.send, page, ctx.gate.mainFrameId, { prepared, lastCall });
+    } catch (e) {
+      if (!(e instanceof pageread.Unreadable)) throw e;
+    }
+    const shown = notShown(ctx.tab).then((hidden) => !hidden);
+    return ax.read(ctx.send, page, undefined, undefined, ctx.gate.mainFrameId, { shown, lastCall });
   }
 
   // DOCUMENT marks a leased method whose fn starts with oneDocument.
@@ -337,15 +365,20 @@ export function createExtension(chrome, {
             (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
       (ctx) => {
+        const { frame: f, backendNodeId } = ctx.request;
+        if (!f && backendNodeId === undefined && pageread.PAGE_READ.on) return oneDocument(ctx, (page, lastCall) => readDocument(ctx, page, lastCall));
         // Asked beside the read's first calls: only its walk needs it.
         const shown = notShown(ctx.tab).then((hidden) => !hidden);
         return oneDocument(ctx, (page, lastCall) => {
-          const { frame: f, backendNodeId } = ctx.request;
           if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId, { shown, lastCall });
           return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
         });
       },
-      DOCUMENT,
+      {
+        ...DOCUMENT,
+        // A whole document's read starts with its world and its document.
+        early: (send, gate, r) => (pageread.PAGE_READ.on && isObject(r) && !r.frame && r.backendNodeId === undefined ? pageread.prepare(send, gate.mainFrameId) : undefined),
+      },
     ),
     [METHOD.AX_FIND]: leased(
       ({ request: r }) => {
