@@ -131,7 +131,7 @@ const axBenchManifest = `{
 // axBenchWorker exposes the product's ax.js (and another tree's, under
 // before/, when it has one) and times reads with it.
 const axBenchWorker = `import * as current from './lib/ax.js';
-import { pageReader } from './lib/pagereader.js';
+import { pageReader, removeTags } from './lib/pagereader.js';
 IMPORT_BEFORE
 
 globalThis.ax = current;
@@ -241,6 +241,22 @@ globalThis.compareRead = async (tabId) => {
   const { answer } = await readInPage(tabId);
   return { ax, page: answer };
 };
+// tagCount counts the listeners that tag elements for the driver.
+globalThis.tagCount = async (tabId) => {
+  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
+  const { result: { objectId } } = await send('Runtime.evaluate', { expression: 'document' });
+  const { listeners } = await send('DOMDebugger.getEventListeners', { objectId, depth: -1, pierce: true });
+  await send('Runtime.releaseObject', { objectId });
+  return (listeners ?? []).filter((l) => l.type.startsWith(PAGE_TAG)).length;
+};
+// untag runs removeTags in the reader's world, as the driver may.
+globalThis.untag = async (tabId) => {
+  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
+  const { frameTree } = await send('Page.getFrameTree');
+  const { executionContextId } = await send('Page.createIsolatedWorld', { frameId: frameTree.frame.id, worldName: PAGE_WORLD });
+  await send('Runtime.callFunctionOn', { functionDeclaration: String(removeTags), executionContextId });
+  return true;
+};
 // pageTimes reads the tab n times in the page and reports the medians.
 globalThis.pageTimes = async (tabId, n) => {
   const total = [];
@@ -309,7 +325,13 @@ func startAXBench(tb testing.TB, before string) *axBench {
 // open opens path in a foreground tab and attaches the worker to it.
 func (e *axBench) open(tb testing.TB, path string) axTab {
 	tb.Helper()
-	t := axTab{target: e.b.OpenTab(tb, e.pages.URL(path))}
+	return e.openURL(tb, e.pages.URL(path))
+}
+
+// openURL opens url in a foreground tab and attaches the worker to it.
+func (e *axBench) openURL(tb testing.TB, url string) axTab {
+	tb.Helper()
+	t := axTab{target: e.b.OpenTab(tb, url)}
 	t.tabID = e.b.TabIDOf(tb, t.target)
 	chromium.Eval[bool](tb, e.b, e.worker, fmt.Sprintf("attach(%d)", t.tabID))
 	// The first read after a load has the renderer build its accessibility

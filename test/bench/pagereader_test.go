@@ -3,6 +3,8 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -342,4 +344,133 @@ func lineDiff(want, got []string) []string {
 		}
 	}
 	return slices.Clip(out)
+}
+
+// hostilePage is a page of every kind of thing the reader reads (labels,
+// a password, a select, listeners, a closed shadow root, a grab list),
+// with HOSTILE replaced by a script of the page's own.
+const hostilePage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Shop</title>
+<style>.up { text-transform: uppercase; } .tile { cursor: pointer; }</style></head>
+<body><main>
+<h1>Shop</h1>
+<form aria-label="Login">
+<p><label for="user">User</label> <input id="user" value="ann"></p>
+<p><label for="pw">Password</label> <input id="pw" type="password" value="hunter2"></p>
+<p><label><input type="checkbox" checked> Remember</label></p>
+<p><select aria-label="Size"><option>Small</option><option selected>Large</option></select></p>
+<button type="submit">Sign in</button>
+</form>
+<div class="tile">Open <b>tile</b></div>
+<span id="listened" class="up">Listened</span>
+<div id="host"></div>
+<ul id="sortable"><li>One</li><li>Two</li></ul>
+<p>Some <em>text</em> here.</p>
+</main>
+<script>
+document.getElementById('listened').addEventListener('click', () => {});
+document.getElementById('sortable').addEventListener('pointerdown', () => {});
+const root = document.getElementById('host').attachShadow({ mode: 'closed' });
+root.innerHTML = '<button id="inner">Shadow action</button>';
+root.getElementById('inner').addEventListener('click', () => {});
+HOSTILE
+</script></body></html>
+`
+
+// hostileScript redefines, in the page's main world, what a reader in
+// that world would call; the reader's isolated world has its own.
+const hostileScript = `
+Element.prototype.getAttribute = function () { return 'button'; };
+Element.prototype.hasAttribute = function () { return true; };
+Object.defineProperty(Node.prototype, 'childNodes', { get() { return []; } });
+Object.defineProperty(Element.prototype, 'children', { get() { return []; } });
+Object.defineProperty(HTMLInputElement.prototype, 'value', { get() { return 'lie'; }, set() {} });
+window.getComputedStyle = () => ({ display: 'none', visibility: 'hidden', cursor: 'pointer', content: '"lie"' });
+EventTarget.prototype.addEventListener = function () {};
+EventTarget.prototype.removeEventListener = function () {};
+JSON.stringify = () => '{"nodes":[],"truncated":false,"frameOwners":0}';
+TextEncoder.prototype.encode = () => new Uint8Array(0);
+globalThis.__dshPageReaderTags = [[document.body, 'click', null]];
+`
+
+// TestPageReaderHostilePage reads a page whose scripts redefine the DOM's
+// prototypes, getComputedStyle, addEventListener and JSON in its main
+// world: it reads as the same page without them, as ax.read reads it, and
+// a password field's value is never in the answer.
+func TestPageReaderHostilePage(t *testing.T) {
+	env := startAXBench(t, "")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		script := ""
+		if r.URL.Path == "/hostile" {
+			script = hostileScript
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, strings.Replace(hostilePage, "HOSTILE", script, 1))
+	}))
+	defer srv.Close()
+	read := func(path string) []string {
+		tab := env.openURL(t, srv.URL+path)
+		defer env.b.CloseTab(t, tab.target)
+		env.front(t, tab)
+		ax, in := env.compare(t, tab)
+		for _, n := range in.Nodes {
+			if strings.Contains(n.Name, "hunter2") || (n.Value != nil && strings.Contains(*n.Value, "hunter2")) {
+				t.Errorf("%s: a password's value in the answer: %+v", path, n)
+			}
+		}
+		want, got := projectLines(ax.Nodes), projectLines(in.Nodes)
+		if d := lineDiff(want, got); len(d) > 0 {
+			t.Errorf("%s: the in-page read projects otherwise than ax.read:\n%s", path, strings.Join(d, "\n"))
+		}
+		// Without the backend node IDs, which differ between the tabs.
+		for i, l := range got {
+			if strings.HasPrefix(l, "E ") {
+				got[i] = l[:strings.LastIndexByte(l, '|')]
+			}
+		}
+		return got
+	}
+	clean, hostile := read("/clean"), read("/hostile")
+	for _, want := range []string{
+		`E textbox|"User"|"ann"||false|true`, `E textbox|"Password"|-||false|true`, `E checkbox|"Remember"|-|true|false|false`,
+		`E combobox|"Size"|"Large"||false|false`, `E button|"Shadow action"|-||false|false`, `E generic|"LISTENED"|-||false|false`,
+		`E generic|"Open tile"|-||false|false`, `E listitem|"One"|-||false|false`, "T Some", "T here.",
+	} {
+		if !slices.Contains(clean, want) {
+			t.Errorf("the clean page's read lacks %s:\n%s", want, strings.Join(clean, "\n"))
+		}
+	}
+	if d := lineDiff(clean, hostile); len(d) > 0 {
+		t.Errorf("the hostile page reads otherwise than the clean one:\n%s", strings.Join(d, "\n"))
+	}
+}
+
+// TestPageReaderTags checks that the listeners tagging the answer's
+// elements never outlive the next read, and that removeTags removes them.
+func TestPageReaderTags(t *testing.T) {
+	env := startAXBench(t, "")
+	tab := env.open(t, "/clickables")
+	env.front(t, tab)
+	count := func() int { return chromium.Eval[int](t, env.b, env.worker, fmt.Sprintf("tagCount(%d)", tab.tabID)) }
+	_, in := env.compare(t, tab)
+	elements := 0
+	for _, n := range in.Nodes {
+		if n.BackendNodeID > 0 {
+			elements++
+		}
+	}
+	if elements == 0 {
+		t.Fatal("the read tagged no element")
+	}
+	if n := count(); n != elements {
+		t.Errorf("after a read: %d tags, want one for each of its %d elements", n, elements)
+	}
+	env.compare(t, tab)
+	if n := count(); n != elements {
+		t.Errorf("after a second read: %d tags, want %d (the first read's removed)", n, elements)
+	}
+	chromium.Eval[bool](t, env.b, env.worker, fmt.Sprintf("untag(%d)", tab.tabID))
+	if n := count(); n != 0 {
+		t.Errorf("after removeTags: %d tags, want none", n)
+	}
 }
