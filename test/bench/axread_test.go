@@ -131,6 +131,7 @@ const axBenchManifest = `{
 // axBenchWorker exposes the product's ax.js (and another tree's, under
 // before/, when it has one) and times reads with it.
 const axBenchWorker = `import * as current from './lib/ax.js';
+import { pageReader, removeTags } from './lib/pagereader.js';
 IMPORT_BEFORE
 
 globalThis.ax = current;
@@ -171,6 +172,106 @@ globalThis.readTimes = async (tabId, how, n, settings = {}) => {
   for (let i = 0; i < json.length; i++) sum = Math.imul(sum ^ json.charCodeAt(i), 0x01000193) >>> 0;
   return { ms: median(times), fencedMs: median(fenced), calls, nodes: res.nodes.length,
     bytes: new TextEncoder().encode(json).length, truncated: res.truncated, sum };
+};
+// The in-page read (lib/pagereader.js) as the driver runs it: in an
+// isolated world of the main frame, with the elements the page listens on
+// for a press (DOMDebugger.getEventListeners over the main world's
+// document) passed in, and the backend node IDs of the elements it
+// answers read from the listeners it tags them with.
+const PAGE_WORLD = 'dsh-pagereader';
+const PAGE_TAG = 'dsh7f3a9c-';
+const PAGE_LISTENED = new Set(['click', 'dblclick', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'touchstart', 'touchend', 'DOMActivate']);
+const PAGE_OPTS = { tag: PAGE_TAG, budgets: { controls: 120, regions: 24, texts: 240, textBytes: 32768, nodeBytes: 40960 },
+  maxNameLength: 1000, maxValueBytes: 900000 };
+const pageSource = String(pageReader);
+// pageTimed runs the reader and reports its time inside the page beside
+// its answer.
+const pageTimed = 'function (...args) { const t0 = performance.now(); const s = (' + pageSource + ').apply(this, args); return [performance.now() - t0, s]; }';
+async function readInPage(tabId, timed = false) {
+  const start = performance.now();
+  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
+  const { frameTree } = await send('Page.getFrameTree');
+  const { executionContextId } = await send('Page.createIsolatedWorld', { frameId: frameTree.frame.id, worldName: PAGE_WORLD });
+  const { result: { objectId: doc } } = await send('Runtime.evaluate', { expression: 'document', objectGroup: PAGE_WORLD });
+  try {
+    const { listeners } = await send('DOMDebugger.getEventListeners', { objectId: doc, depth: -1, pierce: true });
+    const byNode = new Map();
+    for (const l of listeners ?? []) {
+      if (!PAGE_LISTENED.has(l.type) || !(l.backendNodeId > 0)) continue;
+      byNode.set(l.backendNodeId, [...(byNode.get(l.backendNodeId) ?? []), l.type]);
+    }
+    const listened = [];
+    const args = [];
+    for (const [backendNodeId, types] of byNode) {
+      const { object } = await send('DOM.resolveNode', { backendNodeId, executionContextId, objectGroup: PAGE_WORLD }).catch(() => ({}));
+      if (!object?.objectId) continue;
+      listened.push(types);
+      args.push({ objectId: object.objectId });
+    }
+    const opts = { ...PAGE_OPTS, listened };
+    const t0 = performance.now();
+    const { result, exceptionDetails } = await send('Runtime.callFunctionOn', { functionDeclaration: timed ? pageTimed : pageSource,
+      executionContextId, arguments: [{ value: opts }, ...args], returnByValue: true });
+    const callMs = performance.now() - t0;
+    if (exceptionDetails) throw new Error('pageReader: ' + (exceptionDetails.exception?.description ?? exceptionDetails.text));
+    const [inPageMs, json] = timed ? result.value : [undefined, result.value];
+    const answer = JSON.parse(json);
+    const tagged = await send('DOMDebugger.getEventListeners', { objectId: doc, depth: -1, pierce: true });
+    const ids = new Map();
+    for (const l of tagged.listeners ?? []) if (l.type.startsWith(PAGE_TAG)) ids.set(l.type.slice(PAGE_TAG.length), l.backendNodeId);
+    // A frame owner in a closed shadow root is out of the world's sight;
+    // its frame is not out of the frame tree's.
+    answer.frameOwners = Math.max(answer.frameOwners, frameTree.childFrames?.length ?? 0);
+    answer.nodes.forEach((n, i) => {
+      if (n.el) n.backendNodeId = ids.get(String(i));
+      delete n.el;
+    });
+    return { answer, callMs, inPageMs, totalMs: performance.now() - start };
+  } finally {
+    send('Runtime.releaseObjectGroup', { objectGroup: PAGE_WORLD }).catch(() => {});
+  }
+}
+// compareRead answers the tab's ax.read (as the product reads it) and
+// its in-page read.
+globalThis.compareRead = async (tabId) => {
+  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
+  const page = { documentEpoch: 'F:L', url: 'http://bench/', title: 'bench' };
+  const { frameTree } = await send('Page.getFrameTree');
+  const ax = await current.read(send, page, undefined, undefined, frameTree.frame.id, { shown: true });
+  const { answer } = await readInPage(tabId);
+  return { ax, page: answer };
+};
+// tagCount counts the listeners that tag elements for the driver.
+globalThis.tagCount = async (tabId) => {
+  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
+  const { result: { objectId } } = await send('Runtime.evaluate', { expression: 'document' });
+  const { listeners } = await send('DOMDebugger.getEventListeners', { objectId, depth: -1, pierce: true });
+  await send('Runtime.releaseObject', { objectId });
+  return (listeners ?? []).filter((l) => l.type.startsWith(PAGE_TAG)).length;
+};
+// untag runs removeTags in the reader's world, as the driver may.
+globalThis.untag = async (tabId) => {
+  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
+  const { frameTree } = await send('Page.getFrameTree');
+  const { executionContextId } = await send('Page.createIsolatedWorld', { frameId: frameTree.frame.id, worldName: PAGE_WORLD });
+  await send('Runtime.callFunctionOn', { functionDeclaration: String(removeTags), executionContextId });
+  return true;
+};
+// pageTimes reads the tab n times in the page and reports the medians.
+globalThis.pageTimes = async (tabId, n) => {
+  const total = [];
+  const call = [];
+  const inPage = [];
+  let res;
+  for (let i = 0; i < n; i++) {
+    res = await readInPage(tabId, true);
+    total.push(res.totalMs);
+    call.push(res.callMs);
+    inPage.push(res.inPageMs);
+  }
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return { ms: median(total), callMs: median(call), inPageMs: median(inPage), nodes: res.answer.nodes.length,
+    bytes: new TextEncoder().encode(JSON.stringify(res.answer)).length, truncated: res.answer.truncated };
 };
 globalThis.attach = async (tabId) => {
   await chrome.debugger.attach({ tabId }, '1.3');
@@ -224,7 +325,13 @@ func startAXBench(tb testing.TB, before string) *axBench {
 // open opens path in a foreground tab and attaches the worker to it.
 func (e *axBench) open(tb testing.TB, path string) axTab {
 	tb.Helper()
-	t := axTab{target: e.b.OpenTab(tb, e.pages.URL(path))}
+	return e.openURL(tb, e.pages.URL(path))
+}
+
+// openURL opens url in a foreground tab and attaches the worker to it.
+func (e *axBench) openURL(tb testing.TB, url string) axTab {
+	tb.Helper()
+	t := axTab{target: e.b.OpenTab(tb, url)}
 	t.tabID = e.b.TabIDOf(tb, t.target)
 	chromium.Eval[bool](tb, e.b, e.worker, fmt.Sprintf("attach(%d)", t.tabID))
 	// The first read after a load has the renderer build its accessibility
