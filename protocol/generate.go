@@ -136,7 +136,6 @@ func ExtensionModule() []byte {
 		{"MAX_TEXT_BYTES", browser.MaxTextBytes},
 		{"MAX_NODE_BYTES", browser.MaxNodeBytes},
 		{"MAX_REGIONS", browser.MaxRegions},
-		{"MAX_VALUE_LENGTH", browser.MaxValueLength},
 	})
 	data, _ = json.Marshal(browser.ControlRoles)
 	fmt.Fprintf(&b, "// Roles an observation shows as controls.\nexport const CONTROL_ROLES = Object.freeze(%s);\n\n", data)

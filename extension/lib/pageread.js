@@ -88,7 +88,7 @@ export async function read(send, page, frameId, { prepared = prepare(send, frame
       textBytes: OBSERVE.MAX_TEXT_BYTES, nodeBytes: OBSERVE.MAX_NODE_BYTES,
     },
     maxNameLength: LIMITS.MAX_NAME_LENGTH,
-    maxValueBytes: OBSERVE.MAX_VALUE_LENGTH,
+    maxValueBytes: answerBytes(page), // the answer's, all nodes
     listened: [],
   };
   try {
@@ -173,11 +173,17 @@ function mustRerun(answer, tagged, listened) {
   return false;
 }
 
+// answerBytes is what the nodes of an answer about page may take, their
+// backend node IDs included (ax.js Reader's bytes).
+function answerBytes(page) {
+  const frame = JSON.stringify({ ...page, truncated: false, nodes: [], frameOwners: 0 });
+  return Math.min(1 << 20, MAX_VALUE_BYTES - utf8.encode(frame).length - 32);
+}
+
 // finish gives each tagged node its backend node ID and keeps the answer
 // within what one reply carries (as ax.js Reader.push does).
 function finish(page, answer, tagged) {
-  const frame = JSON.stringify({ ...page, truncated: false, nodes: [], frameOwners: 0 });
-  let left = Math.min(1 << 20, MAX_VALUE_BYTES - utf8.encode(frame).length - 32);
+  let left = answerBytes(page);
   let truncated = answer.truncated === true;
   const nodes = [];
   for (const [i, n] of answer.nodes.entries()) {

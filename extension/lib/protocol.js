@@ -95,7 +95,6 @@ export const OBSERVE = Object.freeze({
   MAX_TEXT_BYTES: 32768,
   MAX_NODE_BYTES: 40960,
   MAX_REGIONS: 24,
-  MAX_VALUE_LENGTH: 1000,
 });
 
 // Roles an observation shows as controls.
