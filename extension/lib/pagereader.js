@@ -135,6 +135,9 @@ export function pageReader(opts, ...listenedElements) {
     const explicit = attr(el, 'role');
     if (explicit) {
       for (const token of explicit.trim().toLowerCase().split(/\s+/)) {
+        // A focusable element is never presentational (ARIA's conflict
+        // resolution).
+        if ((token === 'none' || token === 'presentation') && focusableNative(el, tag)) continue;
         if (ARIA_ROLES.has(token) || token.startsWith('doc-')) return token === 'img' ? 'image' : token;
       }
     }
@@ -220,6 +223,11 @@ export function pageReader(opts, ...listenedElements) {
     }
   }
 
+  function focusableNative(el, tag) {
+    return el.hasAttribute('tabindex') || el.isContentEditable || ['button', 'input', 'select', 'textarea'].includes(tag) ||
+      ((tag === 'a' || tag === 'area') && el.hasAttribute('href'));
+  }
+
   // hasOwnName: a name from the author (a section is a region only then).
   function hasOwnName(el) {
     return clean(attr(el, 'aria-label')) !== '' || clean(attr(el, 'title')) !== '' || labelledBy(el) !== '';
@@ -260,8 +268,68 @@ export function pageReader(opts, ...listenedElements) {
     return transform(out, s.textTransform);
   }
 
+  // drawsPseudo tells whether a ::before or ::after rule may draw text in
+  // the tree of root (a document or a shadow root): whether one of its
+  // style sheets has such a rule or cannot be read (another origin's).
+  // Asking every element for its pseudo-elements' style costs more than
+  // the rest of the read. A sheet's answer is kept in the world while its
+  // rule count stays (a script may add rules).
+  const SHEETS = '__dshPageReaderSheets';
+  const sheetMemo = (globalThis[SHEETS] ??= new WeakMap());
+  const PSEUDO_SELECTOR = /:(before|after)\b/i;
+  function rulesDraw(rules, depth) {
+    for (const rule of rules) {
+      if (rule.selectorText !== undefined && PSEUDO_SELECTOR.test(rule.selectorText)) return true;
+      if (rule.cssRules && depth < 16 && rulesDraw(rule.cssRules, depth + 1)) return true;
+      if (rule.styleSheet && depth < 16 && sheetDraws(rule.styleSheet, depth + 1)) return true; // @import
+    }
+    return false;
+  }
+  function sheetDraws(sheet, depth = 0) {
+    let rules;
+    try {
+      rules = sheet.cssRules;
+    } catch {
+      return true;
+    }
+    if (!rules) return true;
+    const memo = sheetMemo.get(sheet);
+    if (memo?.length === rules.length) return memo.draws;
+    const draws = rulesDraw(rules, depth);
+    sheetMemo.set(sheet, { length: rules.length, draws });
+    return draws;
+  }
+  const treeDraws = new Map(); // document or shadow root -> drawsPseudo
+  function drawsPseudo(root) {
+    let draws = treeDraws.get(root);
+    if (draws === undefined) {
+      draws = false;
+      for (const sheets of [root.styleSheets ?? [], root.adoptedStyleSheets ?? []]) {
+        for (const sheet of sheets) if (!draws && sheetDraws(sheet)) draws = true;
+      }
+      treeDraws.set(root, draws);
+    }
+    return draws;
+  }
+  // Elements whose pseudo-elements the browser's own style sheet draws.
+  const UA_PSEUDO = new Set(['q']);
+  const pseudos = new Map(); // element -> [before, after]
+
   // pseudo is the text an element's ::before or ::after draws.
   function pseudo(el, which) {
+    const tree = el.getRootNode();
+    // A slotted element takes rules of its own tree; a host's ::before and
+    // ::after, of its shadow tree's too (:host::before).
+    if (!UA_PSEUDO.has(el.localName) && !drawsPseudo(tree) && !(el.shadowRoot && drawsPseudo(el.shadowRoot))) return '';
+    let both = pseudos.get(el);
+    if (!both) {
+      both = [pseudoText(el, '::before'), pseudoText(el, '::after')];
+      pseudos.set(el, both);
+    }
+    return which === '::before' ? both[0] : both[1];
+  }
+
+  function pseudoText(el, which) {
     const content = getComputedStyle(el, which).content;
     if (!content || content === 'none' || content === 'normal') return '';
     let out = '';
@@ -290,6 +358,8 @@ export function pageReader(opts, ...listenedElements) {
     const el = node;
     const tag = tagOf(el);
     if (SKIP.has(tag)) return '';
+    // A line break, or a chance of one, is a space in a name.
+    if (tag === 'br' || tag === 'wbr') return ' ';
     const s = style(el);
     const root = ctx.depth === 0;
     if (!(root && ctx.referenced)) {
@@ -591,7 +661,7 @@ export function pageReader(opts, ...listenedElements) {
         }
       } else if (visible) {
         const role = roleOf(el, tag);
-        if (role !== 'none' && role !== 'presentation' || mark) {
+        if (role !== 'none' && role !== 'presentation') {
           const editable = editableOf(el, tag);
           const editableRoot = editable !== undefined && (tag === 'input' || tag === 'textarea' || !flatParent(el)?.isContentEditable);
           const control = CONTROL_ROLES.has(role) || editableRoot;
@@ -601,7 +671,9 @@ export function pageReader(opts, ...listenedElements) {
             if (control || mark || name !== '') {
               const n = { axId: `p${index++}`, role, name, ignored: false, props: {} };
               if (parent) n.parentAxId = parent;
-              const value = valueOf(el, tag, role);
+              // Chromium gives an editable element's text as its value,
+              // whatever its role.
+              const value = valueOf(el, tag, role) ?? (editableRoot && el.isContentEditable ? el.innerText : undefined);
               if (value !== undefined && value !== '') n.value = value;
               const props = n.props;
               if (disabledOf(el, tag, disabledHere)) props.disabled = true;

@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/test/harness/chromium"
@@ -472,5 +474,51 @@ func TestPageReaderTags(t *testing.T) {
 	chromium.Eval[bool](t, env.b, env.worker, fmt.Sprintf("untag(%d)", tab.tabID))
 	if n := count(); n != 0 {
 		t.Errorf("after removeTags: %d tags, want none", n)
+	}
+}
+
+// TestPageReaderRealApps compares the two reads on the real
+// applications' pages (test/realapps: installed by `npm ci` there, which
+// scripts/test.sh runs) and logs what differs; with
+// DSH_PAGEREADER_REALAPPS=strict a difference fails the test.
+func TestPageReaderRealApps(t *testing.T) {
+	mode := os.Getenv("DSH_PAGEREADER_REALAPPS")
+	if mode == "" {
+		t.Skip("DSH_PAGEREADER_REALAPPS is not set")
+	}
+	dir := filepath.Join("..", "realapps")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+		t.Skipf("the applications are not installed: %v", err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+	pages, err := filepath.Glob(filepath.Join(dir, "pages", "*.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := startAXBench(t, "")
+	for _, p := range pages {
+		name := strings.TrimSuffix(filepath.Base(p), ".html")
+		t.Run(name, func(t *testing.T) {
+			tab := env.openURL(t, srv.URL+"/pages/"+filepath.Base(p))
+			defer env.b.CloseTab(t, tab.target)
+			env.front(t, tab)
+			time.Sleep(2 * time.Second) // the application draws itself
+			ax, in := env.compare(t, tab)
+			if os.Getenv("DSH_PAGEREADER_DUMP") != "" {
+				dumpNodes(t, "ax", ax.Nodes)
+				dumpNodes(t, "page", in.Nodes)
+			}
+			want, got := projectLines(ax.Nodes), projectLines(in.Nodes)
+			d := lineDiff(want, got)
+			report := t.Logf
+			if mode == "strict" {
+				report = t.Errorf
+			}
+			if len(d) > 0 || in.FrameOwners != ax.FrameOwners {
+				report("%d of %d projected lines differ (- ax only, + page only), frameOwners ax %d page %d:\n%s",
+					len(d), len(want), ax.FrameOwners, in.FrameOwners, strings.Join(d, "\n"))
+			}
+		})
 	}
 }
