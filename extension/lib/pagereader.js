@@ -78,8 +78,21 @@ export function pageReader(opts, ...listenedElements) {
   const GRAB = new Set(['mousedown', 'pointerdown', 'touchstart']);
   const CLICK = new Set(['click', 'mousedown', 'mouseup', 'DOMActivate']);
   const POINTERS = new Set(['pointer', 'grab', 'move']);
-  const utf8 = new TextEncoder();
-  const bytes = (s) => utf8.encode(s).length;
+  // bytes is a string's length in UTF-8 (a lone surrogate as its
+  // replacement character's 3).
+  const bytes = (s) => {
+    let n = 0;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x80) n += 1;
+      else if (c < 0x800) n += 2;
+      else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+        n += 4;
+        i++;
+      } else n += 3;
+    }
+    return n;
+  };
   const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/; // Go's unicode.IsSpace
   const clean = (s) => String(s ?? '').replace(/\s+/g, ' ').trim();
 
@@ -329,13 +342,25 @@ export function pageReader(opts, ...listenedElements) {
     return which === '::before' ? both[0] : both[1];
   }
 
+  // quote is the quotation mark open-quote or close-quote draws on el.
+  function quote(el, open) {
+    const quotes = style(el).quotes;
+    if (quotes === 'none') return '';
+    const marks = [...(quotes ?? '').matchAll(/"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'/g)].map((m) => m[1] ?? m[2]);
+    if (marks.length >= 2) return open ? marks[0] : marks[1];
+    return open ? '\u201c' : '\u201d';
+  }
+
   function pseudoText(el, which) {
     const content = getComputedStyle(el, which).content;
     if (!content || content === 'none' || content === 'normal') return '';
+    const unescape = (t) => t.replace(/\\([0-9a-fA-F]{1,6}) ?|\\(.)/g, (_, hex, ch) => (hex ? String.fromCodePoint(parseInt(hex, 16)) : ch));
     let out = '';
-    const re = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'/g;
+    const re = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|(open-quote|close-quote)|attr\(\s*([^)\s]+)\s*\)/g;
     for (let m; (m = re.exec(content));) {
-      out += (m[1] ?? m[2]).replace(/\\([0-9a-fA-F]{1,6}) ?|\\(.)/g, (_, hex, ch) => (hex ? String.fromCodePoint(parseInt(hex, 16)) : ch));
+      if (m[3]) out += quote(el, m[3] === 'open-quote');
+      else if (m[4]) out += attr(el, m[4]) ?? '';
+      else out += unescape(m[1] ?? m[2]);
     }
     return out;
   }
@@ -397,8 +422,9 @@ export function pageReader(opts, ...listenedElements) {
   }
 
   // nameOf is an element's accessible name.
-  function nameOf(el, tag, role) {
-    if (NO_NAME.has(role)) return '';
+  function nameOf(el, tag, role, focusable) {
+    // A focusable element may be named whatever its role.
+    if (NO_NAME.has(role) && !focusable) return '';
     const by = labelledBy(el);
     if (by) return by;
     const label = clean(attr(el, 'aria-label'));
@@ -475,7 +501,7 @@ export function pageReader(opts, ...listenedElements) {
     if (tag === 'select') return role === 'combobox' ? (el.selectedOptions?.[0]?.label ?? '') : undefined;
     if (role === 'textbox' || role === 'searchbox') return el.isContentEditable ? el.innerText : undefined;
     if (role === 'slider' || role === 'spinbutton' || role === 'progressbar' || role === 'scrollbar') {
-      return attr(el, 'aria-valuetext') ?? attr(el, 'aria-valuenow') ?? undefined;
+      return attr(el, 'aria-valuenow') ?? attr(el, 'aria-valuetext') ?? undefined;
     }
     return undefined;
   }
@@ -492,7 +518,9 @@ export function pageReader(opts, ...listenedElements) {
 
   function disabledOf(el, tag, ariaDisabled) {
     if (ariaDisabled) return true;
-    if (['button', 'input', 'select', 'textarea', 'option', 'optgroup', 'fieldset'].includes(tag)) return el.matches(':disabled');
+    // A disabled fieldset or optgroup disables the controls in it, not
+    // itself (in Chromium's tree).
+    if (['button', 'input', 'select', 'textarea', 'option'].includes(tag)) return el.matches(':disabled');
     return false;
   }
 
@@ -517,7 +545,9 @@ export function pageReader(opts, ...listenedElements) {
   // push adds a node; false when the answer's bounds stop the read.
   function push(node, el) {
     if (nodes.length >= MAX_NODES) return false;
-    const size = bytes(JSON.stringify(node)) + 32;
+    // At most what the node's JSON takes: 6 bytes a character of its
+    // strings (a control character's escape), its keys and props besides.
+    const size = 6 * (node.name.length + node.role.length + (node.value?.length ?? 0) + (node.description?.length ?? 0)) + 320;
     if (size > bytesLeft) return false;
     bytesLeft -= size;
     if (el) {
@@ -601,17 +631,18 @@ export function pageReader(opts, ...listenedElements) {
     if (parent?.nodeType === 1 && itemsOf.get(parent)?.has(el)) return true;
     // Chromium's isClickable: a listener of a click, or an editable
     // element, a link, an enabled input; not a label's own activation.
-    const clickable = listens(el, CLICK) || el.isContentEditable || (tag === 'a' && el.hasAttribute('href')) ||
-      (tag === 'input' && !el.disabled) || tag === 'summary';
+    const clickable = listens(el, CLICK) || (tag === 'a' && el.hasAttribute('href')) || (tag === 'input' && !el.disabled) || tag === 'summary';
     if (clickable && tag !== 'label') return true;
     if (listens(el, PRESS) && !holder) return true;
     if (POINTERS.has(s.cursor)) {
       const p = parent?.nodeType === 1 ? parent : undefined;
       if (!p || p === document.documentElement.parentNode) return true;
       const ps = style(p);
-      return ps.display === 'contents' || !POINTERS.has(ps.cursor);
+      if (ps.display === 'contents' || !POINTERS.has(ps.cursor)) return true;
     }
-    return false;
+    // Inside an editable element every element is clickable to Chromium,
+    // but one without a role of its own is not in its tree for that.
+    return el.isContentEditable && tag !== 'label' ? 'editable' : false;
   }
 
   // walk emits node's subtree. parent is the axId of the nearest emitted
@@ -666,9 +697,12 @@ export function pageReader(opts, ...listenedElements) {
           const editableRoot = editable !== undefined && (tag === 'input' || tag === 'textarea' || !flatParent(el)?.isContentEditable);
           const control = CONTROL_ROLES.has(role) || editableRoot;
           const region = REGION_ROLES.has(role);
-          if (control || region || mark) {
-            const name = nameOf(el, tag, role);
-            if (control || mark || name !== '') {
+          const clickable = mark === 'editable' ? role !== 'generic' || editableRoot : mark;
+          if (control || region || clickable) {
+            const disabledNow = disabledOf(el, tag, disabledHere);
+            const focusable = !disabledNow && (el.tabIndex >= 0 || el.hasAttribute('tabindex') || editableRoot);
+            const name = nameOf(el, tag, role, focusable);
+            if (control || clickable || name !== '') {
               const n = { axId: `p${index++}`, role, name, ignored: false, props: {} };
               if (parent) n.parentAxId = parent;
               // Chromium gives an editable element's text as its value,
@@ -676,8 +710,7 @@ export function pageReader(opts, ...listenedElements) {
               const value = valueOf(el, tag, role) ?? (editableRoot && el.isContentEditable ? el.innerText : undefined);
               if (value !== undefined && value !== '') n.value = value;
               const props = n.props;
-              if (disabledOf(el, tag, disabledHere)) props.disabled = true;
-              const focusable = !props.disabled && (el.tabIndex >= 0 || el.hasAttribute('tabindex') || editableRoot);
+              if (disabledNow) props.disabled = true;
               if (focusable) props.focusable = true;
               if (editable !== undefined) props.editable = editable;
               const checked = checkedOf(el, tag, role);
@@ -685,7 +718,7 @@ export function pageReader(opts, ...listenedElements) {
               const expanded = attr(el, 'aria-expanded');
               if (expanded === 'true' || expanded === 'false') props.expanded = expanded === 'true';
               if (el.required || attr(el, 'aria-required') === 'true') props.required = true;
-              if (mark) {
+              if (clickable) {
                 props.clickable = true;
                 if (name === '') {
                   const d = descriptionOf(el);
@@ -696,9 +729,14 @@ export function pageReader(opts, ...listenedElements) {
               own = n.axId;
               if (full) return;
               if (tag === 'input' || tag === 'textarea') {
-                // Chromium shows a field's text as a StaticText inside it;
-                // a password field's is its value, never shown.
-                if (el.type !== 'password' && value) emit(text(tag === 'input' ? value : value, own));
+                // Chromium shows a field's text as a StaticText inside it
+                // (a line each); a password field's is its value, never
+                // shown. A button's is its label.
+                if (tag === 'textarea' || (TEXT_INPUTS.has(el.type) && el.type !== 'password')) {
+                  for (const line of (value ?? '').split('\n')) if (!BLANK.test(line) && !full) emit(text(line, own));
+                } else if (['button', 'submit', 'reset', 'image'].includes(el.type) && name !== '') {
+                  emit(text(name, own));
+                }
                 return;
               }
             }
@@ -708,14 +746,24 @@ export function pageReader(opts, ...listenedElements) {
     }
     if (tag === 'select') {
       if (hiddenHere || !visible) return;
-      for (const o of el.querySelectorAll('option')) {
-        if (full) return;
+      const option = (o, parentId) => {
         const props = {};
-        if (o.disabled || o.matches(':disabled')) props.disabled = true;
+        if (o.matches(':disabled')) props.disabled = true;
         else props.focusable = true;
         const n = { axId: `p${index++}`, role: 'option', name: clean(o.label), ignored: false, props };
-        if (own) n.parentAxId = own;
+        if (parentId) n.parentAxId = parentId;
         emit(n, o);
+      };
+      for (const c of el.children) {
+        if (full) return;
+        if (tagOf(c) === 'option') option(c, own);
+        if (tagOf(c) !== 'optgroup') continue;
+        // An option group is a group named by its label (never disabled
+        // itself in Chromium's tree).
+        const g = { axId: `p${index++}`, role: 'group', name: clean(attr(c, 'label')), ignored: false, props: {} };
+        if (own) g.parentAxId = own;
+        emit(g, c);
+        for (const o of c.children) if (tagOf(o) === 'option' && !full) option(o, g.axId);
       }
       return;
     }
