@@ -142,7 +142,6 @@ export function pageReader(opts, ...listenedElements) {
       if (root.mode === 'closed') closedRoots.set(root.host, root);
     }
   }
-  const flatParent = (el) => el.assignedSlot ?? (el.parentNode?.nodeType === 11 ? el.parentNode.host : el.parentNode);
 
   function roleOf(el, tag) {
     const explicit = attr(el, 'role');
@@ -524,10 +523,10 @@ export function pageReader(opts, ...listenedElements) {
     return false;
   }
 
-  function editableOf(el, tag) {
+  function editableOf(el, tag, editableHere) {
     if (tag === 'textarea') return 'plaintext';
     if (tag === 'input') return TEXT_INPUTS.has(el.type) ? 'plaintext' : undefined;
-    if (el.isContentEditable) {
+    if (editableHere) {
       const own = attr(el, 'contenteditable')?.toLowerCase();
       return own === 'plaintext-only' ? 'plaintext' : 'richtext';
     }
@@ -618,7 +617,7 @@ export function pageReader(opts, ...listenedElements) {
 
   // marked: the element is clickable by the page's own doing (ax.js
   // clickables, from the DOM instead of a snapshot).
-  function marked(el, tag, s) {
+  function marked(el, tag, s, editableHere) {
     const tabindex = attr(el, 'tabindex');
     if (tabindex !== null && Number.parseInt(tabindex, 10) >= 0) return true;
     if (attr(el, 'draggable') === 'true') return true;
@@ -629,26 +628,28 @@ export function pageReader(opts, ...listenedElements) {
     }
     const parent = el.parentNode;
     if (parent?.nodeType === 1 && itemsOf.get(parent)?.has(el)) return true;
-    // Chromium's isClickable: a listener of a click, or an editable
-    // element, a link, an enabled input; not a label's own activation.
+    // Chromium's isClickable: a listener of a click, a link, an enabled
+    // input, a summary (and an editable element, below); not a label's
+    // own activation.
     const clickable = listens(el, CLICK) || (tag === 'a' && el.hasAttribute('href')) || (tag === 'input' && !el.disabled) || tag === 'summary';
     if (clickable && tag !== 'label') return true;
     if (listens(el, PRESS) && !holder) return true;
     if (POINTERS.has(s.cursor)) {
-      const p = parent?.nodeType === 1 ? parent : undefined;
-      if (!p || p === document.documentElement.parentNode) return true;
-      const ps = style(p);
+      // The root of a cursor area: its parent (in the DOM, as the
+      // snapshot has it) draws no box or another cursor.
+      if (parent?.nodeType !== 1) return true;
+      const ps = style(parent);
       if (ps.display === 'contents' || !POINTERS.has(ps.cursor)) return true;
     }
     // Inside an editable element every element is clickable to Chromium,
     // but one without a role of its own is not in its tree for that.
-    return el.isContentEditable && tag !== 'label' ? 'editable' : false;
+    return editableHere && tag !== 'label' ? 'editable' : false;
   }
 
   // walk emits node's subtree. parent is the axId of the nearest emitted
   // ancestor; ariaHidden says an aria-hidden="true" subtree keeps it out of
   // the tree; disabled an ancestor's aria-disabled.
-  function walk(node, parent, ariaHidden, disabled, depth, quiet = false) {
+  function walk(node, parent, ariaHidden, disabled, depth, quiet = false, editing = false) {
     if (full) return;
     if (depth > MAX_DEPTH) {
       truncated = true;
@@ -666,7 +667,7 @@ export function pageReader(opts, ...listenedElements) {
       return;
     }
     if (node.nodeType !== 1) {
-      if (node.nodeType === 9 || node.nodeType === 11) for (const k of kids(node)) walk(k, parent, ariaHidden, disabled, depth + 1, quiet);
+      if (node.nodeType === 9 || node.nodeType === 11) for (const k of kids(node)) walk(k, parent, ariaHidden, disabled, depth + 1, quiet, editing);
       return;
     }
     const el = node;
@@ -678,9 +679,13 @@ export function pageReader(opts, ...listenedElements) {
     const disabledHere = disabled || attr(el, 'aria-disabled')?.trim().toLowerCase() === 'true';
     const root = tag === 'html' || tag === 'body';
     const visible = s.visibility === 'visible';
+    // isContentEditable asks the style: only asked in an editable subtree,
+    // or of an element that says it is one (a page whose CSS alone makes
+    // an element editable is not seen so).
+    const editableHere = (editing || designMode || el.hasAttribute('contenteditable')) && el.isContentEditable;
     let own = parent;
     if (!root) {
-      const mark = visible || hiddenHere ? marked(el, tag, s) : false;
+      const mark = visible || hiddenHere ? marked(el, tag, s, editableHere) : false;
       if (hiddenHere) {
         if (mark) {
           const r = el.getBoundingClientRect();
@@ -693,8 +698,8 @@ export function pageReader(opts, ...listenedElements) {
       } else if (visible) {
         const role = roleOf(el, tag);
         if (role !== 'none' && role !== 'presentation') {
-          const editable = editableOf(el, tag);
-          const editableRoot = editable !== undefined && (tag === 'input' || tag === 'textarea' || !flatParent(el)?.isContentEditable);
+          const editable = editableOf(el, tag, editableHere);
+          const editableRoot = editable !== undefined && (tag === 'input' || tag === 'textarea' || !editing);
           const control = CONTROL_ROLES.has(role) || editableRoot;
           const region = REGION_ROLES.has(role);
           const clickable = mark === 'editable' ? role !== 'generic' || editableRoot : mark;
@@ -775,13 +780,14 @@ export function pageReader(opts, ...listenedElements) {
     const labelled = tag === 'label' ? el.control : null;
     const quietHere = quiet || (labelled?.localName === 'input' && (labelled.type === 'checkbox' || labelled.type === 'radio'));
     for (const k of kids(el)) {
-      walk(k, own, hiddenHere, disabledHere, depth + 1, quietHere);
+      walk(k, own, hiddenHere, disabledHere, depth + 1, quietHere, editableHere);
       if (full) return;
     }
     const after = !hiddenHere && visible ? pseudo(el, '::after') : '';
     if (after && !quiet && !BLANK.test(after)) emit(text(transform(after, s.textTransform), own));
   }
 
+  const designMode = document.designMode === 'on';
   walk(document, undefined, false, false, 0);
   for (const [el, role, name] of hidden) {
     if (!push({ axId: `hidden-${index++}`, role, name, ignored: false, props: { clickable: true } }, el)) {
