@@ -78,8 +78,21 @@ export function pageReader(opts, ...listenedElements) {
   const GRAB = new Set(['mousedown', 'pointerdown', 'touchstart']);
   const CLICK = new Set(['click', 'mousedown', 'mouseup', 'DOMActivate']);
   const POINTERS = new Set(['pointer', 'grab', 'move']);
-  const utf8 = new TextEncoder();
-  const bytes = (s) => utf8.encode(s).length;
+  // bytes is a string's length in UTF-8 (a lone surrogate as its
+  // replacement character's 3).
+  const bytes = (s) => {
+    let n = 0;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x80) n += 1;
+      else if (c < 0x800) n += 2;
+      else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+        n += 4;
+        i++;
+      } else n += 3;
+    }
+    return n;
+  };
   const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/; // Go's unicode.IsSpace
   const clean = (s) => String(s ?? '').replace(/\s+/g, ' ').trim();
 
@@ -129,12 +142,14 @@ export function pageReader(opts, ...listenedElements) {
       if (root.mode === 'closed') closedRoots.set(root.host, root);
     }
   }
-  const flatParent = (el) => el.assignedSlot ?? (el.parentNode?.nodeType === 11 ? el.parentNode.host : el.parentNode);
 
   function roleOf(el, tag) {
     const explicit = attr(el, 'role');
     if (explicit) {
       for (const token of explicit.trim().toLowerCase().split(/\s+/)) {
+        // A focusable element is never presentational (ARIA's conflict
+        // resolution).
+        if ((token === 'none' || token === 'presentation') && focusableNative(el, tag)) continue;
         if (ARIA_ROLES.has(token) || token.startsWith('doc-')) return token === 'img' ? 'image' : token;
       }
     }
@@ -220,6 +235,11 @@ export function pageReader(opts, ...listenedElements) {
     }
   }
 
+  function focusableNative(el, tag) {
+    return el.hasAttribute('tabindex') || el.isContentEditable || ['button', 'input', 'select', 'textarea'].includes(tag) ||
+      ((tag === 'a' || tag === 'area') && el.hasAttribute('href'));
+  }
+
   // hasOwnName: a name from the author (a section is a region only then).
   function hasOwnName(el) {
     return clean(attr(el, 'aria-label')) !== '' || clean(attr(el, 'title')) !== '' || labelledBy(el) !== '';
@@ -260,14 +280,86 @@ export function pageReader(opts, ...listenedElements) {
     return transform(out, s.textTransform);
   }
 
+  // drawsPseudo tells whether a ::before or ::after rule may draw text in
+  // the tree of root (a document or a shadow root): whether one of its
+  // style sheets has such a rule or cannot be read (another origin's).
+  // Asking every element for its pseudo-elements' style costs more than
+  // the rest of the read. A sheet's answer is kept in the world while its
+  // rule count stays (a script may add rules).
+  const SHEETS = '__dshPageReaderSheets';
+  const sheetMemo = (globalThis[SHEETS] ??= new WeakMap());
+  const PSEUDO_SELECTOR = /:(before|after)\b/i;
+  function rulesDraw(rules, depth) {
+    for (const rule of rules) {
+      if (rule.selectorText !== undefined && PSEUDO_SELECTOR.test(rule.selectorText)) return true;
+      if (rule.cssRules && depth < 16 && rulesDraw(rule.cssRules, depth + 1)) return true;
+      if (rule.styleSheet && depth < 16 && sheetDraws(rule.styleSheet, depth + 1)) return true; // @import
+    }
+    return false;
+  }
+  function sheetDraws(sheet, depth = 0) {
+    let rules;
+    try {
+      rules = sheet.cssRules;
+    } catch {
+      return true;
+    }
+    if (!rules) return true;
+    const memo = sheetMemo.get(sheet);
+    if (memo?.length === rules.length) return memo.draws;
+    const draws = rulesDraw(rules, depth);
+    sheetMemo.set(sheet, { length: rules.length, draws });
+    return draws;
+  }
+  const treeDraws = new Map(); // document or shadow root -> drawsPseudo
+  function drawsPseudo(root) {
+    let draws = treeDraws.get(root);
+    if (draws === undefined) {
+      draws = false;
+      for (const sheets of [root.styleSheets ?? [], root.adoptedStyleSheets ?? []]) {
+        for (const sheet of sheets) if (!draws && sheetDraws(sheet)) draws = true;
+      }
+      treeDraws.set(root, draws);
+    }
+    return draws;
+  }
+  // Elements whose pseudo-elements the browser's own style sheet draws.
+  const UA_PSEUDO = new Set(['q']);
+  const pseudos = new Map(); // element -> [before, after]
+
   // pseudo is the text an element's ::before or ::after draws.
   function pseudo(el, which) {
+    const tree = el.getRootNode();
+    // A slotted element takes rules of its own tree; a host's ::before and
+    // ::after, of its shadow tree's too (:host::before).
+    if (!UA_PSEUDO.has(el.localName) && !drawsPseudo(tree) && !(el.shadowRoot && drawsPseudo(el.shadowRoot))) return '';
+    let both = pseudos.get(el);
+    if (!both) {
+      both = [pseudoText(el, '::before'), pseudoText(el, '::after')];
+      pseudos.set(el, both);
+    }
+    return which === '::before' ? both[0] : both[1];
+  }
+
+  // quote is the quotation mark open-quote or close-quote draws on el.
+  function quote(el, open) {
+    const quotes = style(el).quotes;
+    if (quotes === 'none') return '';
+    const marks = [...(quotes ?? '').matchAll(/"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'/g)].map((m) => m[1] ?? m[2]);
+    if (marks.length >= 2) return open ? marks[0] : marks[1];
+    return open ? '\u201c' : '\u201d';
+  }
+
+  function pseudoText(el, which) {
     const content = getComputedStyle(el, which).content;
     if (!content || content === 'none' || content === 'normal') return '';
+    const unescape = (t) => t.replace(/\\([0-9a-fA-F]{1,6}) ?|\\(.)/g, (_, hex, ch) => (hex ? String.fromCodePoint(parseInt(hex, 16)) : ch));
     let out = '';
-    const re = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'/g;
+    const re = /"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|(open-quote|close-quote)|attr\(\s*([^)\s]+)\s*\)/g;
     for (let m; (m = re.exec(content));) {
-      out += (m[1] ?? m[2]).replace(/\\([0-9a-fA-F]{1,6}) ?|\\(.)/g, (_, hex, ch) => (hex ? String.fromCodePoint(parseInt(hex, 16)) : ch));
+      if (m[3]) out += quote(el, m[3] === 'open-quote');
+      else if (m[4]) out += attr(el, m[4]) ?? '';
+      else out += unescape(m[1] ?? m[2]);
     }
     return out;
   }
@@ -290,6 +382,8 @@ export function pageReader(opts, ...listenedElements) {
     const el = node;
     const tag = tagOf(el);
     if (SKIP.has(tag)) return '';
+    // A line break, or a chance of one, is a space in a name.
+    if (tag === 'br' || tag === 'wbr') return ' ';
     const s = style(el);
     const root = ctx.depth === 0;
     if (!(root && ctx.referenced)) {
@@ -327,8 +421,9 @@ export function pageReader(opts, ...listenedElements) {
   }
 
   // nameOf is an element's accessible name.
-  function nameOf(el, tag, role) {
-    if (NO_NAME.has(role)) return '';
+  function nameOf(el, tag, role, focusable) {
+    // A focusable element may be named whatever its role.
+    if (NO_NAME.has(role) && !focusable) return '';
     const by = labelledBy(el);
     if (by) return by;
     const label = clean(attr(el, 'aria-label'));
@@ -408,7 +503,7 @@ export function pageReader(opts, ...listenedElements) {
     if (el.isContentEditable && !flatParent(el)?.isContentEditable) return el.innerText;
     if (role === 'textbox' || role === 'searchbox') return undefined;
     if (role === 'slider' || role === 'spinbutton' || role === 'progressbar' || role === 'scrollbar') {
-      return attr(el, 'aria-valuetext') ?? attr(el, 'aria-valuenow') ?? undefined;
+      return attr(el, 'aria-valuenow') ?? attr(el, 'aria-valuetext') ?? undefined;
     }
     return undefined;
   }
@@ -425,14 +520,16 @@ export function pageReader(opts, ...listenedElements) {
 
   function disabledOf(el, tag, ariaDisabled) {
     if (ariaDisabled) return true;
-    if (['button', 'input', 'select', 'textarea', 'option', 'optgroup', 'fieldset'].includes(tag)) return el.matches(':disabled');
+    // A disabled fieldset or optgroup disables the controls in it, not
+    // itself (in Chromium's tree).
+    if (['button', 'input', 'select', 'textarea', 'option'].includes(tag)) return el.matches(':disabled');
     return false;
   }
 
-  function editableOf(el, tag) {
+  function editableOf(el, tag, editableHere) {
     if (tag === 'textarea') return 'plaintext';
     if (tag === 'input') return TEXT_INPUTS.has(el.type) ? 'plaintext' : undefined;
-    if (el.isContentEditable) {
+    if (editableHere) {
       const own = attr(el, 'contenteditable')?.toLowerCase();
       return own === 'plaintext-only' ? 'plaintext' : 'richtext';
     }
@@ -450,7 +547,9 @@ export function pageReader(opts, ...listenedElements) {
   // push adds a node; false when the answer's bounds stop the read.
   function push(node, el) {
     if (nodes.length >= MAX_NODES) return false;
-    const size = bytes(JSON.stringify(node)) + 32;
+    // At most what the node's JSON takes: 6 bytes a character of its
+    // strings (a control character's escape), its keys and props besides.
+    const size = 6 * (node.name.length + node.role.length + (node.value?.length ?? 0) + (node.description?.length ?? 0)) + 320;
     if (size > bytesLeft) return false;
     bytesLeft -= size;
     if (el) {
@@ -521,7 +620,7 @@ export function pageReader(opts, ...listenedElements) {
 
   // marked: the element is clickable by the page's own doing (ax.js
   // clickables, from the DOM instead of a snapshot).
-  function marked(el, tag, s) {
+  function marked(el, tag, s, editableHere) {
     const tabindex = attr(el, 'tabindex');
     if (tabindex !== null && Number.parseInt(tabindex, 10) >= 0) return true;
     if (attr(el, 'draggable') === 'true') return true;
@@ -532,25 +631,28 @@ export function pageReader(opts, ...listenedElements) {
     }
     const parent = el.parentNode;
     if (parent?.nodeType === 1 && itemsOf.get(parent)?.has(el)) return true;
-    // Chromium's isClickable: a listener of a click, or an editable
-    // element, a link, an enabled input; not a label's own activation.
-    const clickable = listens(el, CLICK) || el.isContentEditable || (tag === 'a' && el.hasAttribute('href')) ||
-      (tag === 'input' && !el.disabled) || tag === 'summary';
+    // Chromium's isClickable: a listener of a click, a link, an enabled
+    // input, a summary (and an editable element, below); not a label's
+    // own activation.
+    const clickable = listens(el, CLICK) || (tag === 'a' && el.hasAttribute('href')) || (tag === 'input' && !el.disabled) || tag === 'summary';
     if (clickable && tag !== 'label') return true;
     if (listens(el, PRESS) && !holder) return true;
     if (POINTERS.has(s.cursor)) {
-      const p = parent?.nodeType === 1 ? parent : undefined;
-      if (!p || p === document.documentElement.parentNode) return true;
-      const ps = style(p);
-      return ps.display === 'contents' || !POINTERS.has(ps.cursor);
+      // The root of a cursor area: its parent (in the DOM, as the
+      // snapshot has it) draws no box or another cursor.
+      if (parent?.nodeType !== 1) return true;
+      const ps = style(parent);
+      if (ps.display === 'contents' || !POINTERS.has(ps.cursor)) return true;
     }
-    return false;
+    // Inside an editable element every element is clickable to Chromium,
+    // but one without a role of its own is not in its tree for that.
+    return editableHere && tag !== 'label' ? 'editable' : false;
   }
 
   // walk emits node's subtree. parent is the axId of the nearest emitted
   // ancestor; ariaHidden says an aria-hidden="true" subtree keeps it out of
   // the tree; disabled an ancestor's aria-disabled.
-  function walk(node, parent, ariaHidden, disabled, depth, quiet = false) {
+  function walk(node, parent, ariaHidden, disabled, depth, quiet = false, editing = false) {
     if (full) return;
     if (depth > MAX_DEPTH) {
       truncated = true;
@@ -568,7 +670,7 @@ export function pageReader(opts, ...listenedElements) {
       return;
     }
     if (node.nodeType !== 1) {
-      if (node.nodeType === 9 || node.nodeType === 11) for (const k of kids(node)) walk(k, parent, ariaHidden, disabled, depth + 1, quiet);
+      if (node.nodeType === 9 || node.nodeType === 11) for (const k of kids(node)) walk(k, parent, ariaHidden, disabled, depth + 1, quiet, editing);
       return;
     }
     const el = node;
@@ -580,9 +682,13 @@ export function pageReader(opts, ...listenedElements) {
     const disabledHere = disabled || attr(el, 'aria-disabled')?.trim().toLowerCase() === 'true';
     const root = tag === 'html' || tag === 'body';
     const visible = s.visibility === 'visible';
+    // isContentEditable asks the style: only asked in an editable subtree,
+    // or of an element that says it is one (a page whose CSS alone makes
+    // an element editable is not seen so).
+    const editableHere = (editing || designMode || el.hasAttribute('contenteditable')) && el.isContentEditable;
     let own = parent;
     if (!root) {
-      const mark = visible || hiddenHere ? marked(el, tag, s) : false;
+      const mark = visible || hiddenHere ? marked(el, tag, s, editableHere) : false;
       if (hiddenHere) {
         if (mark) {
           const r = el.getBoundingClientRect();
@@ -594,21 +700,25 @@ export function pageReader(opts, ...listenedElements) {
         }
       } else if (visible) {
         const role = roleOf(el, tag);
-        if (role !== 'none' && role !== 'presentation' || mark) {
-          const editable = editableOf(el, tag);
-          const editableRoot = editable !== undefined && (tag === 'input' || tag === 'textarea' || !flatParent(el)?.isContentEditable);
+        if (role !== 'none' && role !== 'presentation') {
+          const editable = editableOf(el, tag, editableHere);
+          const editableRoot = editable !== undefined && (tag === 'input' || tag === 'textarea' || !editing);
           const control = CONTROL_ROLES.has(role) || editableRoot;
           const region = REGION_ROLES.has(role);
-          if (control || region || mark) {
-            const name = nameOf(el, tag, role);
-            if (control || mark || name !== '') {
+          const clickable = mark === 'editable' ? role !== 'generic' || editableRoot : mark;
+          if (control || region || clickable) {
+            const disabledNow = disabledOf(el, tag, disabledHere);
+            const focusable = !disabledNow && (el.tabIndex >= 0 || el.hasAttribute('tabindex') || editableRoot);
+            const name = nameOf(el, tag, role, focusable);
+            if (control || clickable || name !== '') {
               const n = { axId: `p${index++}`, role, name, ignored: false, props: {} };
               if (parent) n.parentAxId = parent;
-              const value = valueOf(el, tag, role);
+              // Chromium gives an editable element's text as its value,
+              // whatever its role.
+              const value = valueOf(el, tag, role) ?? (editableRoot && el.isContentEditable ? el.innerText : undefined);
               if (value !== undefined && value !== '') n.value = value;
               const props = n.props;
-              if (disabledOf(el, tag, disabledHere)) props.disabled = true;
-              const focusable = !props.disabled && (el.tabIndex >= 0 || el.hasAttribute('tabindex') || editableRoot);
+              if (disabledNow) props.disabled = true;
               if (focusable) props.focusable = true;
               if (editable !== undefined) props.editable = editable;
               const checked = checkedOf(el, tag, role);
@@ -616,7 +726,7 @@ export function pageReader(opts, ...listenedElements) {
               const expanded = attr(el, 'aria-expanded');
               if (expanded === 'true' || expanded === 'false') props.expanded = expanded === 'true';
               if (el.required || attr(el, 'aria-required') === 'true') props.required = true;
-              if (mark) {
+              if (clickable) {
                 props.clickable = true;
                 if (name === '') {
                   const d = descriptionOf(el);
@@ -627,9 +737,14 @@ export function pageReader(opts, ...listenedElements) {
               own = n.axId;
               if (full) return;
               if (tag === 'input' || tag === 'textarea') {
-                // Chromium shows a field's text as a StaticText inside it;
-                // a password field's is its value, never shown.
-                if (el.type !== 'password' && value) emit(text(tag === 'input' ? value : value, own));
+                // Chromium shows a field's text as a StaticText inside it
+                // (a line each); a password field's is its value, never
+                // shown. A button's is its label.
+                if (tag === 'textarea' || (TEXT_INPUTS.has(el.type) && el.type !== 'password')) {
+                  for (const line of (value ?? '').split('\n')) if (!BLANK.test(line) && !full) emit(text(line, own));
+                } else if (['button', 'submit', 'reset', 'image'].includes(el.type) && name !== '') {
+                  emit(text(name, own));
+                }
                 return;
               }
             }
@@ -639,14 +754,24 @@ export function pageReader(opts, ...listenedElements) {
     }
     if (tag === 'select') {
       if (hiddenHere || !visible) return;
-      for (const o of el.querySelectorAll('option')) {
-        if (full) return;
+      const option = (o, parentId) => {
         const props = {};
-        if (o.disabled || o.matches(':disabled')) props.disabled = true;
+        if (o.matches(':disabled')) props.disabled = true;
         else props.focusable = true;
         const n = { axId: `p${index++}`, role: 'option', name: clean(o.label), ignored: false, props };
-        if (own) n.parentAxId = own;
+        if (parentId) n.parentAxId = parentId;
         emit(n, o);
+      };
+      for (const c of el.children) {
+        if (full) return;
+        if (tagOf(c) === 'option') option(c, own);
+        if (tagOf(c) !== 'optgroup') continue;
+        // An option group is a group named by its label (never disabled
+        // itself in Chromium's tree).
+        const g = { axId: `p${index++}`, role: 'group', name: clean(attr(c, 'label')), ignored: false, props: {} };
+        if (own) g.parentAxId = own;
+        emit(g, c);
+        for (const o of c.children) if (tagOf(o) === 'option' && !full) option(o, g.axId);
       }
       return;
     }
@@ -658,13 +783,14 @@ export function pageReader(opts, ...listenedElements) {
     const labelled = tag === 'label' ? el.control : null;
     const quietHere = quiet || (labelled?.localName === 'input' && (labelled.type === 'checkbox' || labelled.type === 'radio'));
     for (const k of kids(el)) {
-      walk(k, own, hiddenHere, disabledHere, depth + 1, quietHere);
+      walk(k, own, hiddenHere, disabledHere, depth + 1, quietHere, editableHere);
       if (full) return;
     }
     const after = !hiddenHere && visible ? pseudo(el, '::after') : '';
     if (after && !quiet && !BLANK.test(after)) emit(text(transform(after, s.textTransform), own));
   }
 
+  const designMode = document.designMode === 'on';
   walk(document, undefined, false, false, 0);
   for (const [el, role, name] of hidden) {
     if (!push({ axId: `hidden-${index++}`, role, name, ignored: false, props: { clickable: true } }, el)) {

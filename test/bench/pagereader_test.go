@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/test/harness/chromium"
@@ -472,5 +474,142 @@ func TestPageReaderTags(t *testing.T) {
 	chromium.Eval[bool](t, env.b, env.worker, fmt.Sprintf("untag(%d)", tab.tabID))
 	if n := count(); n != 0 {
 		t.Errorf("after removeTags: %d tags, want none", n)
+	}
+}
+
+// TestPageReaderRealApps compares the two reads on the real
+// applications' pages (test/realapps: installed by `npm ci` there, which
+// scripts/test.sh runs) and logs what differs; with
+// DSH_PAGEREADER_REALAPPS=strict a difference fails the test.
+func TestPageReaderRealApps(t *testing.T) {
+	mode := os.Getenv("DSH_PAGEREADER_REALAPPS")
+	if mode == "" {
+		t.Skip("DSH_PAGEREADER_REALAPPS is not set")
+	}
+	dir := filepath.Join("..", "realapps")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+		t.Skipf("the applications are not installed: %v", err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+	pages, err := filepath.Glob(filepath.Join(dir, "pages", "*.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := startAXBench(t, "")
+	for _, p := range pages {
+		name := strings.TrimSuffix(filepath.Base(p), ".html")
+		t.Run(name, func(t *testing.T) {
+			tab := env.openURL(t, srv.URL+"/pages/"+filepath.Base(p))
+			defer env.b.CloseTab(t, tab.target)
+			env.front(t, tab)
+			time.Sleep(2 * time.Second) // the application draws itself
+			ax, in := env.compare(t, tab)
+			if os.Getenv("DSH_PAGEREADER_DUMP") != "" {
+				dumpNodes(t, "ax", ax.Nodes)
+				dumpNodes(t, "page", in.Nodes)
+			}
+			want, got := projectLines(ax.Nodes), projectLines(in.Nodes)
+			d := lineDiff(want, got)
+			report := t.Logf
+			if mode == "strict" {
+				report = t.Errorf
+			}
+			if len(d) > 0 || in.FrameOwners != ax.FrameOwners {
+				report("%d of %d projected lines differ (- ax only, + page only), frameOwners ax %d page %d:\n%s",
+					len(d), len(want), ax.FrameOwners, in.FrameOwners, strings.Join(d, "\n"))
+			}
+		})
+	}
+}
+
+// edgePage holds what the test pages lack: naming from labelledby, titles,
+// placeholders, alt text, pseudo-elements and transforms; states from
+// ARIA and from ancestors; hidden and inert subtrees; every kind of field.
+const edgePage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Edges</title>
+<style>
+.star::before { content: "\2605  "; } .more::after { content: " \2192"; }
+.up { text-transform: uppercase; } .cap { text-transform: capitalize; }
+.ghost { visibility: hidden; } .ghost .back { visibility: visible; }
+</style></head>
+<body>
+<nav aria-label="Site"><a href="#a">Home</a> <a href="#b"><img src="x.png" alt="Logo"> Shop</a></nav>
+<main>
+<h1 class="up">Edge cases</h1>
+<span id="lbl">Labelled by</span><button aria-labelledby="lbl extra">ignored</button><span id="extra" hidden>Hidden extra</span>
+<button title="Only a title"></button>
+<button class="star">Starred</button> <button class="more">Read</button>
+<button>Line<br>break</button> <button class="cap">capital letters here</button>
+<p>A <q>quoted</q> word and <span class="up">shout</span>.</p>
+<input type="submit"> <input type="reset"> <input type="button" value="Plain"> <input type="image" alt="Go" src="go.png">
+<input placeholder="Search here"> <input type="search" aria-label="Find"> <input type="email" value="a@b.c" title="Mail">
+<input type="number" value="7" aria-label="Count"> <input type="range" value="30" aria-label="Volume">
+<input type="url" aria-label="Site URL"> <input type="tel" value="555" aria-label="Phone">
+<label>Wrapped <input value="inner"></label>
+<textarea aria-label="Long">one
+two</textarea>
+<select multiple aria-label="Many"><option selected>First</option><option>Second</option><optgroup label="More" disabled><option>Third</option></optgroup></select>
+<div role="slider" aria-valuenow="5" aria-valuetext="five" aria-label="Level" tabindex="0"></div>
+<div role="menuitemcheckbox" aria-checked="mixed">Mixed item</div>
+<div role="tablist"><div role="tab" aria-selected="true">First tab</div><div role="tab">Second tab</div></div>
+<input type="checkbox" id="indet" aria-label="Indeterminate">
+<div contenteditable="plaintext-only" aria-label="Plain editor">plain</div>
+<div contenteditable="true"><p>Rich <b>editor</b></p></div>
+<details open><summary>More</summary><p>Details text</p></details>
+<div role="group" aria-disabled="true" aria-label="Off group"><button>In off group</button></div>
+<fieldset disabled><legend>Disabled set</legend><input aria-label="In disabled set"><button>Set button</button></fieldset>
+<section aria-label="Inert part" inert><button>Inert button</button></section>
+<div hidden><button>Hidden button</button></div>
+<div aria-hidden="true"><button>Aria hidden button</button></div>
+<div class="ghost">Ghost text <span class="back">Back text</span> <button>Ghost button</button></div>
+<table><caption>Prices</caption><tr><th>Item</th><th>Cost</th></tr><tr><td>Tea</td><td>3</td></tr></table>
+<form aria-labelledby="fh"><h2 id="fh">Contact</h2><button>Send</button></form>
+<dialog open aria-label="Notice"><p>Dialog text</p><button>Close</button></dialog>
+<meter value="0.5" aria-label="Meter"></meter> <progress value="3" max="10" aria-label="Progress"></progress>
+<a href="#x" title="Titled link"></a> <a>No href</a> <a href="#y"><span aria-label="Inner label">x</span></a>
+<ul><li><a href="#1">One</a></li><li>Two <button aria-describedby="desc">Described</button></li></ul>
+<p id="desc">A description</p>
+<span role="button" tabindex="-1">Span button</span> <span role="link" aria-disabled="true">Off link</span>
+<div role="switch" aria-checked="true" aria-label="On switch"></div>
+<pre>pre   text
+  kept</pre>
+<div role="presentation" tabindex="0">Focusable presentation</div>
+<img alt="" src="decor.png"> <img alt="Photo" src="p.png" title="Photo title">
+<svg role="img" aria-label="Chart svg" width="10" height="10"></svg>
+<output>Out</output> <abbr title="Abbreviation">abbr</abbr> <code>code()</code>
+<label for="c2">Agree</label><input type="checkbox" id="c2"> <input type="radio" aria-label="Pick" checked>
+</main>
+<footer>Footer text</footer>
+<script>document.getElementById('indet').indeterminate = true;</script>
+</body></html>
+`
+
+// TestPageReaderEdges compares the two reads on edgePage.
+func TestPageReaderEdges(t *testing.T) {
+	env := startAXBench(t, "")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, edgePage)
+	}))
+	defer srv.Close()
+	tab := env.openURL(t, srv.URL+"/edges")
+	defer env.b.CloseTab(t, tab.target)
+	env.front(t, tab)
+	ax, in := env.compare(t, tab)
+	if os.Getenv("DSH_PAGEREADER_DUMP") != "" {
+		dumpNodes(t, "ax", ax.Nodes)
+		dumpNodes(t, "page", in.Nodes)
+	}
+	var bad []string
+	for _, d := range lineDiff(projectLines(ax.Nodes), projectLines(in.Nodes)) {
+		if reason, ok := pageReaderAllowed["/edges "+d]; ok {
+			t.Logf("allowed: %s (%s)", d, reason)
+			continue
+		}
+		bad = append(bad, d)
+	}
+	if len(bad) > 0 {
+		t.Errorf("the in-page read projects otherwise than ax.read (- ax only, + page only):\n%s", strings.Join(bad, "\n"))
 	}
 }
