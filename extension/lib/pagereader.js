@@ -498,10 +498,7 @@ export function pageReader(opts, ...listenedElements) {
     }
     if (tag === 'textarea') return el.value;
     if (tag === 'select') return role === 'combobox' ? (el.selectedOptions?.[0]?.label ?? '') : undefined;
-    // An editing host has its text as its value, whatever its role (a
-    // contenteditable div: generic).
-    if (el.isContentEditable && !flatParent(el)?.isContentEditable) return el.innerText;
-    if (role === 'textbox' || role === 'searchbox') return undefined;
+    if (role === 'textbox' || role === 'searchbox') return el.isContentEditable ? el.innerText : undefined;
     if (role === 'slider' || role === 'spinbutton' || role === 'progressbar' || role === 'scrollbar') {
       return attr(el, 'aria-valuenow') ?? attr(el, 'aria-valuetext') ?? undefined;
     }
