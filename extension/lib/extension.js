@@ -262,7 +262,12 @@ export function createExtension(chrome, {
     const prepared = ctx.early;
     ctx.early = undefined;
     try {
-      return await pageread.read(ctx.send, page, ctx.gate.mainFrameId, { prepared, lastCall });
+      const out = await pageread.read(ctx.send, page, ctx.gate.mainFrameId, { prepared, lastCall });
+      // A frame owner in a closed shadow root is out of the reader's
+      // sight, its frame not out of the frame tree's (the first attempt's).
+      const frames = prepared ? (await ctx.tree.catch(() => undefined))?.frameTree?.childFrames?.length : undefined;
+      if (out.frameOwners !== undefined && frames > out.frameOwners) out.frameOwners = frames;
+      return out;
     } catch (e) {
       if (!(e instanceof pageread.Unreadable)) throw e;
     }

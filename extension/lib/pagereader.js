@@ -42,6 +42,14 @@ export function pageReader(opts, ...listenedElements) {
 
   const budgets = { controls: 120, regions: 24, texts: 240, textBytes: 32768, nodeBytes: 40960, ...opts?.budgets };
   const tagPrefix = String(opts?.tag ?? 'dsh-');
+  // The document is tagged too: the driver learns which listeners are the
+  // document's own (they make no element clickable).
+  document.addEventListener(tagPrefix + 'document', noop);
+  tags.push([document, tagPrefix + 'document', noop]);
+  // A read stops, truncated, after timeLimit ms (a page of a million
+  // nodes before its first control).
+  const deadline = performance.now() + (opts?.timeLimit ?? 2000);
+  let last; // the last element the walk entered
   const maxNameLength = opts?.maxNameLength ?? 1000;
   const maxBytes = Math.min(opts?.maxValueBytes ?? 900000, 1 << 20);
   const MAX_NODES = 2048;
@@ -651,6 +659,10 @@ export function pageReader(opts, ...listenedElements) {
   // the tree; disabled an ancestor's aria-disabled.
   function walk(node, parent, ariaHidden, disabled, depth, quiet = false, editing = false) {
     if (full) return;
+    if (performance.now() > deadline) {
+      truncated = full = true;
+      return;
+    }
     if (depth > MAX_DEPTH) {
       truncated = true;
       return;
@@ -671,6 +683,7 @@ export function pageReader(opts, ...listenedElements) {
       return;
     }
     const el = node;
+    last = el;
     const tag = tagOf(el);
     if (SKIP.has(tag)) return;
     const s = style(el);
@@ -808,7 +821,13 @@ export function pageReader(opts, ...listenedElements) {
   };
   count(document);
 
-  return JSON.stringify({ nodes, truncated, frameOwners });
+  // incomplete: the driver passed the first of more listened elements,
+  // and the walk went past the last one passed (or to the end): what it
+  // read after it may be marked wrongly.
+  const lastPassed = listenedElements.at(-1);
+  const incomplete = opts?.listenedMore === true && lastPassed !== undefined &&
+    (!truncated || (last !== undefined && (lastPassed.compareDocumentPosition(last) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0));
+  return JSON.stringify({ nodes, truncated, frameOwners, incomplete });
 }
 
 // removeTags removes the listeners the last pageReader call of this world
