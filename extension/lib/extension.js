@@ -35,6 +35,9 @@ function browserIdentity(nav) {
   return { brand: clip(brand), version: clip(version) };
 }
 
+// UNCANCELLED is the signal of calls no request waits for.
+const UNCANCELLED = new AbortController().signal;
+
 const nonEmpty = (v) => typeof v === 'string' && v !== '';
 
 function parseLease(l) {
@@ -55,7 +58,14 @@ export function createExtension(chrome, {
   const identity = browserIdentity(navigator);
   const consents = createConsents({ onChange: () => owner.changed(['consents']) });
   const approvals = createApprovals({ chrome, timers, uuid, now, onChange: () => owner.changed(['questions']) });
-  const gates = createGates({ chrome, timers, now, emit: (conn, event, value) => transport.emit(conn, event, value) });
+  const gates = createGates({
+    chrome, timers, now,
+    emit: (conn, event, value) => transport.emit(conn, event, value),
+    // The reader's world of a new document is asked as it commits.
+    onDocument: (gate) => {
+      if (pageread.PAGE_READ.on) pageread.renew(gate, (method, p) => gates.send(gate, UNCANCELLED, method, p));
+    },
+  });
   const transport = createTransport({
     chrome, timers, uuid,
     requiredCapabilities: REQUIRED_CAPABILITIES,
@@ -166,8 +176,9 @@ export function createExtension(chrome, {
       const send = (method, p) => gates.send(gate, signal, method, p);
       const tree = document ? send('Page.getFrameTree') : undefined;
       tree?.catch(() => {}); // a refused lease is answered by authorize, never by this
-      // They read nothing of the page (pageread.prepare): a tab gone
-      // meanwhile has its page read by nobody.
+      // Their answers are used only once the tab and the document are
+      // proven (authorize, oneDocument): a tab gone meanwhile answers
+      // LEASE_REVOKED, and nothing read reaches the broker.
       const ahead = early?.(send, gate, params.request);
       let tab;
       try {
@@ -205,8 +216,8 @@ export function createExtension(chrome, {
       // navigation the URL that could not be reached.
       const url = frame.unreachableUrl ?? frame.url + (frame.urlFragment ?? '');
       let asked; // the frame tree asked after the read's last call
-      const lastCall = () => {
-        asked = send('Page.getFrameTree');
+      const lastCall = (tree) => {
+        asked = tree ?? send('Page.getFrameTree'); // tree: one the read asked itself
         asked.catch(() => {}); // a read that failed meanwhile answers instead
       };
       const result = await read({ ...page, documentEpoch: epoch, url }, lastCall);
@@ -259,13 +270,13 @@ export function createExtension(chrome, {
   // calls asked early (leased) serve the first attempt only: a second is
   // of another document.
   async function readDocument(ctx, page, lastCall) {
-    const prepared = ctx.early;
+    const early = ctx.early;
     ctx.early = undefined;
     try {
-      const out = await pageread.read(ctx.send, page, ctx.gate.mainFrameId, { prepared, lastCall });
+      const out = await pageread.read(ctx.send, ctx.gate, page, { early, lastCall });
       // A frame owner in a closed shadow root is out of the reader's
       // sight, its frame not out of the frame tree's (the first attempt's).
-      const frames = prepared ? (await ctx.tree.catch(() => undefined))?.frameTree?.childFrames?.length : undefined;
+      const frames = early ? (await ctx.tree.catch(() => undefined))?.frameTree?.childFrames?.length : undefined;
       if (out.frameOwners !== undefined && frames > out.frameOwners) out.frameOwners = frames;
       return out;
     } catch (e) {
@@ -381,8 +392,10 @@ export function createExtension(chrome, {
       },
       {
         ...DOCUMENT,
-        // A whole document's read starts with its world and its document.
-        early: (send, gate, r) => (pageread.PAGE_READ.on && isObject(r) && !r.frame && r.backendNodeId === undefined ? pageread.prepare(send, gate.mainFrameId) : undefined),
+        // A whole document's read starts beside the tab check: with the
+        // reader itself in the document's world once known, else with
+        // asking for the world.
+        early: (send, gate, r) => (pageread.PAGE_READ.on && isObject(r) && !r.frame && r.backendNodeId === undefined ? pageread.start(send, gate) : undefined),
       },
     ),
     [METHOD.AX_FIND]: leased(

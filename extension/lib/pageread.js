@@ -66,35 +66,100 @@ export function prepare(send, frameId) {
   return { context, document, release };
 }
 
+// A tab's document world: gate.world is {epoch, context, document} (the
+// reader's execution context and the document's object) of the document
+// of that epoch, once a read or renew proved it; any navigation of the
+// main frame drops it (renew), and gate.worldGen counts those, so that a
+// read that saw one does not keep what it proved of the document before.
+// With it, a read sends the reader at once, beside the first frame tree
+// and the tab check: one round trip for a small page.
+
+// renew, on a navigation of the main frame, drops the tab's world and asks
+// the new document's, kept if no other navigation came meanwhile and the
+// frame tree asked right behind it names the document gate.epoch names.
+export function renew(gate, send) {
+  drop(gate, send);
+  const gen = gate.worldGen;
+  const prepared = prepare(send, gate.mainFrameId);
+  const tree = send('Page.getFrameTree');
+  Promise.all([prepared.context, prepared.document, tree]).then(([context, document, { frameTree }]) => {
+    if (gate.worldGen === gen && `${frameTree.frame.id}:${frameTree.frame.loaderId}` === gate.epoch) {
+      keep(gate, send, { epoch: gate.epoch, context, document });
+    } else {
+      prepared.release();
+    }
+  }).catch(() => prepared.release());
+}
+
+function drop(gate, send) {
+  gate.worldGen = (gate.worldGen ?? 0) + 1;
+  const old = gate.world;
+  gate.world = undefined;
+  if (old) send('Runtime.releaseObject', { objectId: old.document }).catch(() => {});
+}
+
+function keep(gate, send, world) {
+  const old = gate.world;
+  if (old?.document === world.document) return;
+  gate.world = world;
+  if (old) send('Runtime.releaseObject', { objectId: old.document }).catch(() => {});
+}
+
+// start begins a whole document's read beside the first frame tree and
+// the tab check (extension.js leased): with the tab's world of the
+// document the tab shows as far as the worker knows, the reader, the
+// listener read and the frame tree that proves them; else prepare.
+export function start(send, gate) {
+  const gen = gate.worldGen ?? 0;
+  const world = gate.world;
+  if (world === undefined || world.epoch !== gate.epoch) {
+    const prepared = prepare(send, gate.mainFrameId);
+    return { gen, prepared, release: prepared.release };
+  }
+  const opts = options();
+  const pass = run(send, world.context, world.document, opts, []);
+  const after = send('Page.getFrameTree');
+  pass.catch(() => {});
+  after.catch(() => {});
+  return { gen, world, opts, pass, after, release: () => {} };
+}
+
 // read reads the main frame's document (frameId) with pageReader and
 // returns ax.js read's answer: {...page, truncated, nodes, frameOwners}.
-// prepared is prepare's answer, when the worker asked it early. lastCall
-// is called once every call the answer depends on is sent, and again
-// after any that follows.
-export async function read(send, page, frameId, { prepared = prepare(send, frameId), lastCall = () => {} } = {}) {
-  let context, document;
-  try {
-    [context, document] = await Promise.all([prepared.context, prepared.document]);
-  } catch (e) {
-    if (e instanceof CodeError) throw e;
-    throw new Unreadable(`no world: ${e?.message}`);
+// early is start's answer, when the worker asked it beside the tab check;
+// only a world of the document the first frame tree names (page) is used.
+// lastCall is called once every call the answer depends on is sent (with
+// the frame tree already asked after them, when start asked it), and
+// again after any that follows.
+export async function read(send, gate, page, { early = start(send, gate), lastCall = () => {} } = {}) {
+  let context, document, opts, first;
+  if (early.pass !== undefined && early.world.epoch === page.documentEpoch) {
+    ({ context, document } = early.world);
+    opts = early.opts;
+    lastCall(early.after);
+    first = await early.pass.catch((e) => {
+      if (e instanceof CodeError) throw e;
+      return undefined; // the world is gone: a new one
+    });
+  } else if (early.pass !== undefined) {
+    early.pass.catch(() => {}); // of another document
   }
-  if (!Number.isInteger(context) || typeof document !== 'string') throw new Unreadable('no world');
-  const tag = `dsh${crypto.randomUUID().slice(0, 8)}-`;
-  const opts = {
-    tag,
-    budgets: {
-      controls: OBSERVE.MAX_CONTROLS, regions: OBSERVE.MAX_REGIONS, texts: OBSERVE.MAX_TEXT_FRAGMENTS,
-      textBytes: OBSERVE.MAX_TEXT_BYTES, nodeBytes: OBSERVE.MAX_NODE_BYTES,
-    },
-    maxNameLength: LIMITS.MAX_NAME_LENGTH,
-    maxValueBytes: answerBytes(page), // the answer's, all nodes
-    listened: [],
-  };
-  try {
-    let pass = run(send, context, document, opts, []);
+  if (first === undefined) {
+    const prepared = early.prepared ?? prepare(send, gate.mainFrameId);
+    try {
+      [context, document] = await Promise.all([prepared.context, prepared.document]);
+    } catch (e) {
+      if (e instanceof CodeError) throw e;
+      throw new Unreadable(`no world: ${e?.message}`);
+    }
+    if (!Number.isInteger(context) || typeof document !== 'string') throw new Unreadable('no world');
+    opts = options();
+    first = run(send, context, document, opts, []);
     lastCall();
-    let { answer, tagged, listened } = await pass;
+    first = await first;
+  }
+  let { answer, tagged, listened } = first;
+  try {
     if (mustRerun(answer, tagged, listened)) {
       const ids = [...listened.keys()].slice(0, PAGE_READ.listened);
       const objects = await Promise.all(ids.map((backendNodeId) =>
@@ -105,18 +170,44 @@ export async function read(send, page, frameId, { prepared = prepare(send, frame
       const present = ids.filter((_, i) => objects[i] !== undefined);
       opts.listened = present.map((id) => listened.get(id));
       opts.listenedMore = listened.size > ids.length;
-      pass = run(send, context, document, opts, objects.filter((o) => o !== undefined));
+      const pass = run(send, context, document, opts, objects.filter((o) => o !== undefined));
       lastCall();
       ({ answer, tagged } = await pass);
       for (const objectId of objects) if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
       if (answer.incomplete) throw new Unreadable('more listened elements than a read passes');
     }
-    return finish(page, answer, tagged);
+    const out = finish(page, answer, tagged);
+    // The world served the document the first frame tree names; the
+    // caller proves the same document after (oneDocument), or reads
+    // again, as this read then does with a world of its own.
+    if ((gate.worldGen ?? 0) === early.gen) keep(gate, send, { epoch: page.documentEpoch, context, document });
+    return out;
   } finally {
     send('Runtime.callFunctionOn', { functionDeclaration: REMOVE, executionContextId: context }).catch(() => {});
-    send('Runtime.releaseObject', { objectId: document }).catch(() => {});
+    if (gate.world?.document !== document) send('Runtime.releaseObject', { objectId: document }).catch(() => {});
   }
 }
+
+// options are the reader's for one read: a tag of its own, the
+// observation's budgets, and a bound on its answer's bytes (the reply's,
+// less what the page's URL and title may take: finish cuts to the exact
+// bound).
+function options() {
+  return {
+    tag: `dsh${crypto.randomUUID().slice(0, 8)}-`,
+    budgets: {
+      controls: OBSERVE.MAX_CONTROLS, regions: OBSERVE.MAX_REGIONS, texts: OBSERVE.MAX_TEXT_FRAGMENTS,
+      textBytes: OBSERVE.MAX_TEXT_BYTES, nodeBytes: OBSERVE.MAX_NODE_BYTES,
+    },
+    maxNameLength: LIMITS.MAX_NAME_LENGTH,
+    maxValueBytes: MAX_VALUE_BYTES - PAGE_BYTES,
+    listened: [],
+  };
+}
+
+// PAGE_BYTES is what an answer's other members take at most: the URL (at
+// most MAX_URL, six bytes a character escaped), a title, the epoch.
+const PAGE_BYTES = 6 * LIMITS.MAX_URL + 4096;
 
 // run runs the reader once, then the listener read right behind it, and
 // answers the reader's answer, the backend node ID of each tagged node

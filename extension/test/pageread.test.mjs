@@ -49,6 +49,7 @@ async function granted() {
   const t = await setup({ personal: true });
   t.chrome.addTab(1, 'https://a.test/', 'A');
   const { lease } = await t.grant(1);
+  t.lease = lease;
   t.read = (request = {}) => t.call('ax.read', { lease, request });
   t.methods = () => t.chrome.commands.map((c) => c.method);
   return t;
@@ -74,11 +75,12 @@ test('a whole document is read in the page: one reader call, its tags name the b
   assert.deepEqual(passes[0].opts.budgets, { controls: 120, regions: 24, texts: 240, textBytes: 32768, nodeBytes: 40960 });
   // The world and the document's handle beside the first frame tree; the
   // listener read right behind the reader, the proving frame tree right
-  // behind both, before any answer; then the tags go.
+  // behind both, before any answer; then the tags go. The world and the
+  // document's object are kept for the next read of the document.
   assert.deepEqual(t.methods().slice(before), [
     'Page.getFrameTree', 'Page.createIsolatedWorld', 'Runtime.evaluate',
     'Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree',
-    'Runtime.callFunctionOn', 'Runtime.releaseObject',
+    'Runtime.callFunctionOn',
   ]);
   assert.equal(t.chrome.commands.slice(before).filter((c) => c.method.startsWith('Accessibility.') || c.method.startsWith('DOMSnapshot.')).length, 0);
 });
@@ -149,4 +151,97 @@ test('an answer past the reply cap is cut and says truncated', async () => {
   assert.equal(r.value.truncated, true);
   assert.ok(r.value.nodes.length > 0 && r.value.nodes.length < 2000);
   assert.ok(JSON.stringify(r.value).length < 900000);
+});
+
+// flush lets the fake's promises settle.
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+// loader serves Page.getFrameTree with the current loader ID (a
+// navigation changes it).
+function loader(t) {
+  const doc = { loaderId: 'L1' };
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: { frame: { id: 'F1', loaderId: doc.loaderId, url: 'https://a.test/' } } }));
+  return doc;
+}
+
+test('a document read once is read again in one round trip: the reader goes beside the tab check', async () => {
+  const t = await granted();
+  loader(t);
+  page(t, { nodes: [button, text] });
+  const first = await t.read();
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  const get = t.chrome.tabs.get;
+  t.chrome.tabs.get = async (id) => {
+    await held;
+    return get(id);
+  };
+  const before = t.chrome.commands.length;
+  const id = t.request('ax.read', { lease: t.lease, request: {} });
+  for (let i = 0; i < 5; i++) await flush();
+  // Before the tab is known: the first frame tree, the reader, the
+  // listener read and the frame tree that proves them; no new world.
+  assert.deepEqual(t.methods().slice(before), ['Page.getFrameTree', 'Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree']);
+  assert.equal(t.port.response(id), undefined);
+  release();
+  for (let i = 0; i < 10; i++) await flush();
+  assert.deepEqual(t.port.response(id).value, first.value);
+  assert.equal(t.methods().slice(before).filter((m) => m === 'Page.createIsolatedWorld').length, 0);
+});
+
+test('a tab gone before its check answers LEASE_REVOKED, though the reader ran', async () => {
+  const t = await granted();
+  loader(t);
+  page(t, { nodes: [button, text] });
+  await t.read();
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  const get = t.chrome.tabs.get;
+  t.chrome.tabs.get = async (id) => {
+    await held;
+    return get(id);
+  };
+  const id = t.request('ax.read', { lease: t.lease, request: {} });
+  for (let i = 0; i < 5; i++) await flush();
+  t.chrome.tabs_.delete(1);
+  release();
+  for (let i = 0; i < 10; i++) await flush();
+  assert.equal(t.port.response(id)?.code, 'LEASE_REVOKED');
+});
+
+test('a navigation drops the world and asks the new document\'s; a world of another document is never used', async () => {
+  const t = await granted();
+  const doc = loader(t);
+  let world = 7;
+  const passes = page(t, { nodes: [button, text] });
+  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: world }));
+  t.chrome.cdp.set('Runtime.callFunctionOn', ({ functionDeclaration, executionContextId, arguments: args }) => {
+    if (!args) return { result: { type: 'undefined' } };
+    if (executionContextId !== world) throw new Error('Cannot find context with specified id');
+    passes.push({ opts: args[0].value, objects: [], tag: args[0].value.tag });
+    return { result: { type: 'string', value: JSON.stringify({ nodes: [button, text], truncated: false, frameOwners: 0 }) } };
+  });
+  await t.read();
+  // The page navigates: the event renews the world (context 8).
+  doc.loaderId = 'L2';
+  world = 8;
+  const before = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
+  for (let i = 0; i < 10; i++) await flush();
+  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree']);
+  const mid = t.chrome.commands.length;
+  const r = await t.read();
+  assert.equal(r.value.documentEpoch, 'F1:L2');
+  assert.equal(r.value.nodes[0].backendNodeId, 100);
+  assert.equal(t.methods().slice(mid).filter((m) => m === 'Page.createIsolatedWorld').length, 0, 'the renewed world serves');
+  assert.ok(t.chrome.commands.slice(mid).filter((c) => c.method === 'Runtime.callFunctionOn' && c.params.arguments).every((c) => c.params.executionContextId === 8));
+  // A navigation the worker has not heard of: the first frame tree names
+  // another document than the world's, the read asks for a new world.
+  doc.loaderId = 'L3';
+  world = 9;
+  const late = t.chrome.commands.length;
+  const r2 = await t.read();
+  assert.equal(r2.value.documentEpoch, 'F1:L3');
+  assert.equal(t.methods().slice(late).filter((m) => m === 'Page.createIsolatedWorld').length, 1);
+  assert.equal(r2.value.nodes[0].backendNodeId, 100);
 });
