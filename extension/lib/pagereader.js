@@ -242,6 +242,7 @@ export function pageReader(opts, ...listenedElements) {
 
   // hasOwnName: a name from the author (a section is a region only then).
   function hasOwnName(el) {
+    textSteps = 0;
     return clean(attr(el, 'aria-label')) !== '' || clean(attr(el, 'title')) !== '' || labelledBy(el) !== '';
   }
 
@@ -369,8 +370,12 @@ export function pageReader(opts, ...listenedElements) {
   // textOf is the text an element contributes to a name from content
   // (accname 1.2, step 2F and on): its rendered text, an embedded
   // control's value, a child's own label, pseudo-element text.
+  // textSteps counts the nodes one name's text visits, up to
+  // MAX_TEXT_STEPS: a button around a whole page costs no more than that.
+  let textSteps = 0;
+  const MAX_TEXT_STEPS = 4096;
   function textOf(node, ctx) {
-    if (ctx.depth > 64) return '';
+    if (ctx.depth > 64 || ++textSteps > MAX_TEXT_STEPS) return '';
     if (node.nodeType === 3) {
       const parent = node.parentElement;
       if (!parent) return '';
@@ -424,6 +429,7 @@ export function pageReader(opts, ...listenedElements) {
   function nameOf(el, tag, role, focusable) {
     // A focusable element may be named whatever its role.
     if (NO_NAME.has(role) && !focusable) return '';
+    textSteps = 0;
     const by = labelledBy(el);
     if (by) return by;
     const label = clean(attr(el, 'aria-label'));
@@ -476,6 +482,7 @@ export function pageReader(opts, ...listenedElements) {
   // descriptionOf is what Chromium gives as the description of a clickable
   // element without a name: its aria-describedby text, else its title.
   function descriptionOf(el) {
+    textSteps = 0;
     const ids = attr(el, 'aria-describedby');
     if (ids) {
       const root = el.getRootNode();
