@@ -656,14 +656,14 @@ export function pageReader(opts, ...listenedElements) {
   // walk emits node's subtree. parent is the axId of the nearest emitted
   // ancestor; ariaHidden says an aria-hidden="true" subtree keeps it out of
   // the tree; disabled an ancestor's aria-disabled.
-  function walk(node, parent, ariaHidden, disabled, depth, quiet = false, editing = false) {
+  function walk(node, parent, ariaHidden, disabled, depth, quiet = false, editing = false, inModal = !modal) {
     if (full) return;
     if (depth > MAX_DEPTH) {
       truncated = true;
       return;
     }
     if (node.nodeType === 3) {
-      if (ariaHidden || quiet) return;
+      if (ariaHidden || quiet || !inModal) return;
       const el = node.parentElement;
       if (!el) return;
       const s = style(el);
@@ -674,7 +674,7 @@ export function pageReader(opts, ...listenedElements) {
       return;
     }
     if (node.nodeType !== 1) {
-      if (node.nodeType === 9 || node.nodeType === 11) for (const k of kids(node)) walk(k, parent, ariaHidden, disabled, depth + 1, quiet, editing);
+      if (node.nodeType === 9 || node.nodeType === 11) for (const k of kids(node)) walk(k, parent, ariaHidden, disabled, depth + 1, quiet, editing, inModal);
       return;
     }
     const el = node;
@@ -682,9 +682,14 @@ export function pageReader(opts, ...listenedElements) {
     if (SKIP.has(tag)) return;
     const s = style(el);
     if (s.display === 'none' || el.hasAttribute('inert')) return;
+    // A modal dialog leaves the rest of the page inert.
+    const inModalHere = inModal || el === modal;
+    if (!inModalHere && !modalPath.has(el)) return;
     const hiddenHere = ariaHidden || attr(el, 'aria-hidden')?.trim().toLowerCase() === 'true';
     const disabledHere = disabled || attr(el, 'aria-disabled')?.trim().toLowerCase() === 'true';
-    const root = tag === 'html' || tag === 'body';
+    // The root elements, and those a modal dialog is inside (inert, but
+    // for the dialog), are no nodes of Chromium's tree.
+    const root = tag === 'html' || tag === 'body' || !inModalHere;
     const visible = s.visibility === 'visible';
     // isContentEditable asks the style: only asked in an editable subtree,
     // or of an element that says it is one (a page whose CSS alone makes
@@ -780,21 +785,35 @@ export function pageReader(opts, ...listenedElements) {
       return;
     }
     if (LEAVES.has(tag)) return;
-    const before = !hiddenHere && visible ? pseudo(el, '::before') : '';
+    const before = !hiddenHere && visible && inModalHere ? pseudo(el, '::before') : '';
     if (before && !quiet && !BLANK.test(before)) emit(text(transform(before, s.textTransform), own));
     // Chromium leaves out the text of a label that names a checkbox or a
     // radio button: the control's name says it.
     const labelled = tag === 'label' ? el.control : null;
     const quietHere = quiet || (labelled?.localName === 'input' && (labelled.type === 'checkbox' || labelled.type === 'radio'));
     for (const k of kids(el)) {
-      walk(k, own, hiddenHere, disabledHere, depth + 1, quietHere, editableHere);
+      walk(k, own, hiddenHere, disabledHere, depth + 1, quietHere, editableHere, inModalHere);
       if (full) return;
     }
-    const after = !hiddenHere && visible ? pseudo(el, '::after') : '';
+    const after = !hiddenHere && visible && inModalHere ? pseudo(el, '::after') : '';
     if (after && !quiet && !BLANK.test(after)) emit(text(transform(after, s.textTransform), own));
   }
 
   const designMode = document.designMode === 'on';
+  // The modal dialog (showModal) and the elements it is inside, in the
+  // flat tree.
+  let modal;
+  try {
+    modal = document.querySelector('dialog:modal') ?? undefined;
+  } catch {
+    modal = undefined; // a browser without :modal
+  }
+  const modalPath = new Set();
+  for (let n = modal, steps = 0; n && steps < MAX_DEPTH; steps++) {
+    n = n.assignedSlot ?? n.parentNode;
+    if (n?.nodeType === 11) n = n.host;
+    if (n?.nodeType === 1) modalPath.add(n);
+  }
   walk(document, undefined, false, false, 0);
   for (const [el, role, name] of hidden) {
     if (!push({ axId: `hidden-${index++}`, role, name, ignored: false, props: { clickable: true } }, el)) {

@@ -585,31 +585,53 @@ two</textarea>
 </body></html>
 `
 
-// TestPageReaderEdges compares the two reads on edgePage.
+// modalPages show a modal dialog, which leaves the rest of the page out
+// of Chromium's tree: an HTML one (showModal) and an ARIA one.
+var modalPages = map[string]string{
+	"/modal": `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Modal</title></head><body>
+<main><h1>Behind</h1><button>Behind button</button></main>
+<dialog id="d"><p>In the dialog</p><button>Inside button</button></dialog>
+<script>document.getElementById('d').showModal();</script></body></html>`,
+	"/ariamodal": `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ARIA modal</title></head><body>
+<main><h1>Behind</h1><button>Behind button</button></main>
+<div role="dialog" aria-modal="true" aria-label="Box"><p>In the box</p><button>Inside button</button></div>
+</body></html>`,
+}
+
+// TestPageReaderEdges compares the two reads on edgePage and the modal
+// pages.
 func TestPageReaderEdges(t *testing.T) {
 	env := startAXBench(t, "")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, edgePage)
+		page, ok := modalPages[r.URL.Path]
+		if !ok {
+			page = edgePage
+		}
+		fmt.Fprint(w, page)
 	}))
 	defer srv.Close()
-	tab := env.openURL(t, srv.URL+"/edges")
-	defer env.b.CloseTab(t, tab.target)
-	env.front(t, tab)
-	ax, in := env.compare(t, tab)
-	if os.Getenv("DSH_PAGEREADER_DUMP") != "" {
-		dumpNodes(t, "ax", ax.Nodes)
-		dumpNodes(t, "page", in.Nodes)
-	}
-	var bad []string
-	for _, d := range lineDiff(projectLines(ax.Nodes), projectLines(in.Nodes)) {
-		if reason, ok := pageReaderAllowed["/edges "+d]; ok {
-			t.Logf("allowed: %s (%s)", d, reason)
-			continue
-		}
-		bad = append(bad, d)
-	}
-	if len(bad) > 0 {
-		t.Errorf("the in-page read projects otherwise than ax.read (- ax only, + page only):\n%s", strings.Join(bad, "\n"))
+	for _, path := range []string{"/edges", "/modal", "/ariamodal"} {
+		t.Run(path[1:], func(t *testing.T) {
+			tab := env.openURL(t, srv.URL+path)
+			defer env.b.CloseTab(t, tab.target)
+			env.front(t, tab)
+			ax, in := env.compare(t, tab)
+			if os.Getenv("DSH_PAGEREADER_DUMP") != "" {
+				dumpNodes(t, "ax", ax.Nodes)
+				dumpNodes(t, "page", in.Nodes)
+			}
+			var bad []string
+			for _, d := range lineDiff(projectLines(ax.Nodes), projectLines(in.Nodes)) {
+				if reason, ok := pageReaderAllowed[path+" "+d]; ok {
+					t.Logf("allowed: %s (%s)", d, reason)
+					continue
+				}
+				bad = append(bad, d)
+			}
+			if len(bad) > 0 {
+				t.Errorf("the in-page read projects otherwise than ax.read (- ax only, + page only):\n%s", strings.Join(bad, "\n"))
+			}
+		})
 	}
 }
