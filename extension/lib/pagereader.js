@@ -70,8 +70,13 @@ export function pageReader(opts, ...listenedElements) {
     'graphics-document', 'graphics-object', 'graphics-symbol']);
   const SKIP = new Set(['script', 'style', 'template', 'head', 'title', 'meta', 'link', 'noscript', 'base']);
   // Elements whose children Chromium's tree does not show as such.
-  const LEAVES = new Set(['input', 'textarea', 'select', 'iframe', 'frame', 'object', 'embed', 'video', 'audio', 'canvas', 'img',
-    'svg', 'math', 'fencedframe', 'portal', 'meter', 'progress']);
+  // (A canvas's children are its fallback content, which Chromium's tree
+  // shows although it is not drawn.)
+  const LEAVES = new Set(['input', 'textarea', 'select', 'iframe', 'frame', 'object', 'embed', 'video', 'audio', 'img',
+    'math', 'fencedframe', 'portal', 'meter', 'progress']);
+  const SVG = 'http://www.w3.org/2000/svg';
+  // The SVG elements whose text is drawn.
+  const SVG_TEXT = new Set(['text', 'tspan', 'textPath']);
   const OWNERS = new Set(['iframe', 'frame', 'object', 'embed', 'fencedframe', 'portal']);
   const TEXT_INPUTS = new Set(['text', 'search', 'email', 'url', 'tel', 'password', 'number']);
   const PRESS = new Set(['click', 'dblclick', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'touchstart', 'touchend']);
@@ -154,7 +159,7 @@ export function pageReader(opts, ...listenedElements) {
       }
     }
     switch (tag) {
-      case 'a': case 'area': return el.hasAttribute('href') ? 'link' : 'generic';
+      case 'a': case 'area': return el.hasAttribute('href') || el.hasAttributeNS('http://www.w3.org/1999/xlink', 'href') ? 'link' : 'generic';
       case 'button': return 'button';
       case 'input': {
         const type = (attr(el, 'type') ?? '').toLowerCase();
@@ -378,7 +383,7 @@ export function pageReader(opts, ...listenedElements) {
     if (ctx.depth > 64 || ++textSteps > MAX_TEXT_STEPS) return '';
     if (node.nodeType === 3) {
       const parent = node.parentElement;
-      if (!parent) return '';
+      if (!parent || (parent.namespaceURI === SVG && !SVG_TEXT.has(parent.localName))) return '';
       const s = style(parent);
       if (s.visibility !== 'visible' && !ctx.referenced) return '';
       return rendered(node.data, s);
@@ -665,7 +670,7 @@ export function pageReader(opts, ...listenedElements) {
     if (node.nodeType === 3) {
       if (ariaHidden || quiet || !inModal) return;
       const el = node.parentElement;
-      if (!el) return;
+      if (!el || (el.namespaceURI === SVG && !SVG_TEXT.has(el.localName))) return;
       const s = style(el);
       if (s.visibility !== 'visible') return;
       const t = rendered(node.data, s);
@@ -785,18 +790,29 @@ export function pageReader(opts, ...listenedElements) {
       return;
     }
     if (LEAVES.has(tag)) return;
+    // Content that is skipped (content-visibility: hidden, a closed
+    // details element's, hidden="until-found") is not in Chromium's tree;
+    // of a closed details element only its summary is.
+    if (s.contentVisibility === 'hidden') return;
+    const closedDetails = tag === 'details' && !el.open;
     const before = !hiddenHere && visible && inModalHere ? pseudo(el, '::before') : '';
     if (before && !quiet && !BLANK.test(before)) emit(text(transform(before, s.textTransform), own));
     // Chromium leaves out the text of a label that names a checkbox or a
     // radio button: the control's name says it.
     const labelled = tag === 'label' ? el.control : null;
     const quietHere = quiet || (labelled?.localName === 'input' && (labelled.type === 'checkbox' || labelled.type === 'radio'));
+    const summary = closedDetails ? [...el.children].find((c) => tagOf(c) === 'summary') : undefined;
     for (const k of kids(el)) {
+      if ((closedDetails && k !== summary) || owned.has(k)) continue; // an owned element is its owner's child
       walk(k, own, hiddenHere, disabledHere, depth + 1, quietHere, editableHere, inModalHere);
       if (full) return;
     }
     const after = !hiddenHere && visible && inModalHere ? pseudo(el, '::after') : '';
     if (after && !quiet && !BLANK.test(after)) emit(text(transform(after, s.textTransform), own));
+    for (const o of ownedBy.get(el) ?? []) {
+      walk(o, own, hiddenHere, disabledHere, depth + 1, quietHere, editableHere, inModalHere);
+      if (full) return;
+    }
   }
 
   const designMode = document.designMode === 'on';
@@ -807,6 +823,20 @@ export function pageReader(opts, ...listenedElements) {
     modal = document.querySelector('dialog:modal') ?? undefined;
   } catch {
     modal = undefined; // a browser without :modal
+  }
+  // aria-owns: the owned elements come after their owner's children (the
+  // first owner of an element, an owner not inside it).
+  const owned = new Set();
+  const ownedBy = new Map();
+  for (const owner of document.querySelectorAll('[aria-owns]')) {
+    const list = [];
+    for (const id of attr(owner, 'aria-owns').trim().split(/\s+/)) {
+      const o = id ? owner.getRootNode().getElementById?.(id) : undefined;
+      if (!o || owned.has(o) || o === owner || o.contains(owner)) continue;
+      owned.add(o);
+      list.push(o);
+    }
+    if (list.length) ownedBy.set(owner, list);
   }
   const modalPath = new Set();
   for (let n = modal, steps = 0; n && steps < MAX_DEPTH; steps++) {

@@ -34,7 +34,10 @@ const text = (data) => ({ nodeType: 3, data });
 const button = fakeElement('button', [text('Go')]);
 const body = fakeElement('body', [button]);
 const html = fakeElement('html', [body]);
-const doc = { nodeType: 9, childNodes: [html], styleSheets: [], designMode: 'off', documentElement: html, getElementById: () => null };
+const doc = {
+  nodeType: 9, childNodes: [html], styleSheets: [], designMode: 'off', documentElement: html,
+  getElementById: () => null, querySelector: () => null, querySelectorAll: () => [],
+};
 html.parentNode = doc;
 
 // world is a context holding only what a page's world has that the

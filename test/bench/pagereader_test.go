@@ -557,6 +557,12 @@ two</textarea>
 <div contenteditable="plaintext-only" aria-label="Plain editor">plain</div>
 <div contenteditable="true"><p>Rich <b>editor</b></p></div>
 <details open><summary>More</summary><p>Details text</p></details>
+<details><summary>Closed</summary><p>Closed details text</p><button>In closed details</button></details>
+<div hidden="until-found"><p>Found text</p><button>Found button</button></div>
+<div style="content-visibility: hidden"><p>Skipped text</p><button>Skipped button</button></div>
+<svg width="40" height="20"><a href="#s"><text x="0" y="15">SVG link</text></a></svg>
+<canvas width="10" height="10"><button>Canvas fallback</button></canvas>
+<div aria-owns="owned">Owner</div><p>Between</p><div id="owned"><button>Owned button</button></div>
 <div role="group" aria-disabled="true" aria-label="Off group"><button>In off group</button></div>
 <fieldset disabled><legend>Disabled set</legend><input aria-label="In disabled set"><button>Set button</button></fieldset>
 <section aria-label="Inert part" inert><button>Inert button</button></section>
