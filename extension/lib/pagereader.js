@@ -78,8 +78,13 @@ export function pageReader(opts, ...listenedElements) {
     'graphics-document', 'graphics-object', 'graphics-symbol']);
   const SKIP = new Set(['script', 'style', 'template', 'head', 'title', 'meta', 'link', 'noscript', 'base']);
   // Elements whose children Chromium's tree does not show as such.
-  const LEAVES = new Set(['input', 'textarea', 'select', 'iframe', 'frame', 'object', 'embed', 'video', 'audio', 'canvas', 'img',
-    'svg', 'math', 'fencedframe', 'portal', 'meter', 'progress']);
+  // (A canvas's children are its fallback content, which Chromium's tree
+  // shows although it is not drawn.)
+  const LEAVES = new Set(['input', 'textarea', 'select', 'iframe', 'frame', 'object', 'embed', 'video', 'audio', 'img',
+    'math', 'fencedframe', 'portal', 'meter', 'progress']);
+  const SVG = 'http://www.w3.org/2000/svg';
+  // The SVG elements whose text is drawn.
+  const SVG_TEXT = new Set(['text', 'tspan', 'textPath']);
   const OWNERS = new Set(['iframe', 'frame', 'object', 'embed', 'fencedframe', 'portal']);
   const TEXT_INPUTS = new Set(['text', 'search', 'email', 'url', 'tel', 'password', 'number']);
   const PRESS = new Set(['click', 'dblclick', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'touchstart', 'touchend']);
@@ -162,7 +167,7 @@ export function pageReader(opts, ...listenedElements) {
       }
     }
     switch (tag) {
-      case 'a': case 'area': return el.hasAttribute('href') ? 'link' : 'generic';
+      case 'a': case 'area': return el.hasAttribute('href') || el.hasAttributeNS('http://www.w3.org/1999/xlink', 'href') ? 'link' : 'generic';
       case 'button': return 'button';
       case 'input': {
         const type = (attr(el, 'type') ?? '').toLowerCase();
@@ -250,6 +255,7 @@ export function pageReader(opts, ...listenedElements) {
 
   // hasOwnName: a name from the author (a section is a region only then).
   function hasOwnName(el) {
+    textSteps = 0;
     return clean(attr(el, 'aria-label')) !== '' || clean(attr(el, 'title')) !== '' || labelledBy(el) !== '';
   }
 
@@ -377,11 +383,15 @@ export function pageReader(opts, ...listenedElements) {
   // textOf is the text an element contributes to a name from content
   // (accname 1.2, step 2F and on): its rendered text, an embedded
   // control's value, a child's own label, pseudo-element text.
+  // textSteps counts the nodes one name's text visits, up to
+  // MAX_TEXT_STEPS: a button around a whole page costs no more than that.
+  let textSteps = 0;
+  const MAX_TEXT_STEPS = 4096;
   function textOf(node, ctx) {
-    if (ctx.depth > 64) return '';
+    if (ctx.depth > 64 || ++textSteps > MAX_TEXT_STEPS) return '';
     if (node.nodeType === 3) {
       const parent = node.parentElement;
-      if (!parent) return '';
+      if (!parent || (parent.namespaceURI === SVG && !SVG_TEXT.has(parent.localName))) return '';
       const s = style(parent);
       if (s.visibility !== 'visible' && !ctx.referenced) return '';
       return rendered(node.data, s);
@@ -432,6 +442,7 @@ export function pageReader(opts, ...listenedElements) {
   function nameOf(el, tag, role, focusable) {
     // A focusable element may be named whatever its role.
     if (NO_NAME.has(role) && !focusable) return '';
+    textSteps = 0;
     const by = labelledBy(el);
     if (by) return by;
     const label = clean(attr(el, 'aria-label'));
@@ -484,6 +495,7 @@ export function pageReader(opts, ...listenedElements) {
   // descriptionOf is what Chromium gives as the description of a clickable
   // element without a name: its aria-describedby text, else its title.
   function descriptionOf(el) {
+    textSteps = 0;
     const ids = attr(el, 'aria-describedby');
     if (ids) {
       const root = el.getRootNode();
@@ -657,7 +669,7 @@ export function pageReader(opts, ...listenedElements) {
   // walk emits node's subtree. parent is the axId of the nearest emitted
   // ancestor; ariaHidden says an aria-hidden="true" subtree keeps it out of
   // the tree; disabled an ancestor's aria-disabled.
-  function walk(node, parent, ariaHidden, disabled, depth, quiet = false, editing = false) {
+  function walk(node, parent, ariaHidden, disabled, depth, quiet = false, editing = false, inModal = !modal) {
     if (full) return;
     if (performance.now() > deadline) {
       truncated = full = true;
@@ -668,9 +680,9 @@ export function pageReader(opts, ...listenedElements) {
       return;
     }
     if (node.nodeType === 3) {
-      if (ariaHidden || quiet) return;
+      if (ariaHidden || quiet || !inModal) return;
       const el = node.parentElement;
-      if (!el) return;
+      if (!el || (el.namespaceURI === SVG && !SVG_TEXT.has(el.localName))) return;
       const s = style(el);
       if (s.visibility !== 'visible') return;
       const t = rendered(node.data, s);
@@ -679,7 +691,7 @@ export function pageReader(opts, ...listenedElements) {
       return;
     }
     if (node.nodeType !== 1) {
-      if (node.nodeType === 9 || node.nodeType === 11) for (const k of kids(node)) walk(k, parent, ariaHidden, disabled, depth + 1, quiet, editing);
+      if (node.nodeType === 9 || node.nodeType === 11) for (const k of kids(node)) walk(k, parent, ariaHidden, disabled, depth + 1, quiet, editing, inModal);
       return;
     }
     const el = node;
@@ -688,9 +700,14 @@ export function pageReader(opts, ...listenedElements) {
     if (SKIP.has(tag)) return;
     const s = style(el);
     if (s.display === 'none' || el.hasAttribute('inert')) return;
+    // A modal dialog leaves the rest of the page inert.
+    const inModalHere = inModal || el === modal;
+    if (!inModalHere && !modalPath.has(el)) return;
     const hiddenHere = ariaHidden || attr(el, 'aria-hidden')?.trim().toLowerCase() === 'true';
     const disabledHere = disabled || attr(el, 'aria-disabled')?.trim().toLowerCase() === 'true';
-    const root = tag === 'html' || tag === 'body';
+    // The root elements, and those a modal dialog is inside (inert, but
+    // for the dialog), are no nodes of Chromium's tree.
+    const root = tag === 'html' || tag === 'body' || !inModalHere;
     const visible = s.visibility === 'visible';
     // isContentEditable asks the style: only asked in an editable subtree,
     // or of an element that says it is one (a page whose CSS alone makes
@@ -786,21 +803,60 @@ export function pageReader(opts, ...listenedElements) {
       return;
     }
     if (LEAVES.has(tag)) return;
-    const before = !hiddenHere && visible ? pseudo(el, '::before') : '';
+    // Content that is skipped (content-visibility: hidden, a closed
+    // details element's, hidden="until-found") is not in Chromium's tree;
+    // of a closed details element only its summary is.
+    if (s.contentVisibility === 'hidden') return;
+    const closedDetails = tag === 'details' && !el.open;
+    const before = !hiddenHere && visible && inModalHere ? pseudo(el, '::before') : '';
     if (before && !quiet && !BLANK.test(before)) emit(text(transform(before, s.textTransform), own));
     // Chromium leaves out the text of a label that names a checkbox or a
     // radio button: the control's name says it.
     const labelled = tag === 'label' ? el.control : null;
     const quietHere = quiet || (labelled?.localName === 'input' && (labelled.type === 'checkbox' || labelled.type === 'radio'));
+    const summary = closedDetails ? [...el.children].find((c) => tagOf(c) === 'summary') : undefined;
     for (const k of kids(el)) {
-      walk(k, own, hiddenHere, disabledHere, depth + 1, quietHere, editableHere);
+      if ((closedDetails && k !== summary) || owned.has(k)) continue; // an owned element is its owner's child
+      walk(k, own, hiddenHere, disabledHere, depth + 1, quietHere, editableHere, inModalHere);
       if (full) return;
     }
-    const after = !hiddenHere && visible ? pseudo(el, '::after') : '';
+    const after = !hiddenHere && visible && inModalHere ? pseudo(el, '::after') : '';
     if (after && !quiet && !BLANK.test(after)) emit(text(transform(after, s.textTransform), own));
+    for (const o of ownedBy.get(el) ?? []) {
+      walk(o, own, hiddenHere, disabledHere, depth + 1, quietHere, editableHere, inModalHere);
+      if (full) return;
+    }
   }
 
   const designMode = document.designMode === 'on';
+  // The modal dialog (showModal) and the elements it is inside, in the
+  // flat tree.
+  let modal;
+  try {
+    modal = document.querySelector('dialog:modal') ?? undefined;
+  } catch {
+    modal = undefined; // a browser without :modal
+  }
+  // aria-owns: the owned elements come after their owner's children (the
+  // first owner of an element, an owner not inside it).
+  const owned = new Set();
+  const ownedBy = new Map();
+  for (const owner of document.querySelectorAll('[aria-owns]')) {
+    const list = [];
+    for (const id of attr(owner, 'aria-owns').trim().split(/\s+/)) {
+      const o = id ? owner.getRootNode().getElementById?.(id) : undefined;
+      if (!o || owned.has(o) || o === owner || o.contains(owner)) continue;
+      owned.add(o);
+      list.push(o);
+    }
+    if (list.length) ownedBy.set(owner, list);
+  }
+  const modalPath = new Set();
+  for (let n = modal, steps = 0; n && steps < MAX_DEPTH; steps++) {
+    n = n.assignedSlot ?? n.parentNode;
+    if (n?.nodeType === 11) n = n.host;
+    if (n?.nodeType === 1) modalPath.add(n);
+  }
   walk(document, undefined, false, false, 0);
   for (const [el, role, name] of hidden) {
     if (!push({ axId: `hidden-${index++}`, role, name, ignored: false, props: { clickable: true } }, el)) {

@@ -35,7 +35,11 @@ import (
 // ax.js (read=before), beside this one's. ms/fenced adds the frame tree
 // that proves which document was read, asked as the product asks it
 // (extension.js oneDocument): right after the read's last call when the
-// read says (lastCall), else once it answered.
+// read says (lastCall), else once it answered. read=page reads the page
+// inside it instead (extension/lib/pagereader.js, as readInPage in the
+// worker runs it): ms/read is the whole read with its listener reads,
+// ms/call its one call, ms/inpage its time inside the page, ms/listeners
+// and ms/tags the two DOMDebugger.getEventListeners around it.
 // BENCHMARKS.md ("Reading the page") has the figures.
 func BenchmarkAXRead(b *testing.B) {
 	before := os.Getenv("DSH_AXBENCH_BEFORE")
