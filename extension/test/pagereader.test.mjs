@@ -37,6 +37,9 @@ const html = fakeElement('html', [body]);
 const doc = {
   nodeType: 9, childNodes: [html], styleSheets: [], designMode: 'off', documentElement: html,
   getElementById: () => null, querySelector: () => null, querySelectorAll: () => [],
+  listeners: [],
+  addEventListener(type, fn) { doc.listeners.push([type, fn]); },
+  removeEventListener(type, fn) { doc.listeners = doc.listeners.filter(([t, f]) => t !== type || f !== fn); },
 };
 html.parentNode = doc;
 
@@ -56,7 +59,10 @@ function world() {
     let i = 0;
     return { nextNode: () => all[i++] ?? null };
   };
-  const context = vm.createContext({ document: doc, getComputedStyle: () => style, NodeFilter: { SHOW_ELEMENT: 1 } });
+  const context = vm.createContext({
+    document: doc, getComputedStyle: () => style, NodeFilter: { SHOW_ELEMENT: 1 }, Node: { DOCUMENT_POSITION_FOLLOWING: 4 },
+    performance: { now: () => 0 },
+  });
   return (fn, ...args) => {
     context.args = args;
     return vm.runInContext(`(${String(fn)})(...args)`, context);
@@ -66,6 +72,7 @@ function world() {
 test('pageReader runs from its source text alone and tags the elements it answers', () => {
   const opts = { tag: 'dsh-t-', budgets: { controls: 120, regions: 24, texts: 240, textBytes: 32768, nodeBytes: 40960 }, listened: [['click']] };
   button.listeners = [];
+  doc.listeners = [];
   const answer = JSON.parse(world()(pageReader, opts, button));
   assert.deepEqual(answer.nodes.map((n) => [n.role, n.name, n.el ?? false]), [['button', 'Go', true], ['StaticText', 'Go', false]]);
   assert.equal(answer.nodes[0].props.clickable, true);
@@ -73,15 +80,19 @@ test('pageReader runs from its source text alone and tags the elements it answer
   assert.equal(answer.truncated, false);
   assert.equal(answer.frameOwners, 0);
   assert.deepEqual(button.listeners.map(([type]) => type), ['dsh-t-0']);
+  assert.deepEqual(doc.listeners.map(([type]) => type), ['dsh-t-document']); // the driver tells its listeners apart
 });
 
 test('a second read removes the first read\'s tags, and removeTags its own', () => {
   const opts = { tag: 'dsh-t-', listened: [] };
   button.listeners = [];
+  doc.listeners = [];
   const run = world();
   run(pageReader, opts);
   run(pageReader, opts);
   assert.equal(button.listeners.length, 1);
+  assert.equal(doc.listeners.length, 1);
   run(removeTags);
   assert.equal(button.listeners.length, 0);
+  assert.equal(doc.listeners.length, 0);
 });
