@@ -412,9 +412,11 @@ export function pageReader(opts, ...listenedElements) {
     if (!root) {
       const role = roleOf(el, tag);
       const label = clean(attr(el, 'aria-label'));
-      if (role === 'textbox' || role === 'searchbox') text = tag === 'input' || tag === 'textarea' ? (el.type === 'password' ? '' : el.value) : el.textContent;
+      // An embedded field's value, never a password field's.
+      const field = tag === 'input' || tag === 'textarea' ? (el.type === 'password' ? '' : el.value) : undefined;
+      if (role === 'textbox' || role === 'searchbox') text = field ?? el.textContent;
       else if (role === 'combobox' && tag === 'select') text = el.selectedOptions?.[0]?.label ?? '';
-      else if (role === 'combobox' || role === 'slider' || role === 'spinbutton') text = tag === 'input' ? el.value : (attr(el, 'aria-valuetext') ?? attr(el, 'aria-valuenow') ?? '');
+      else if (role === 'combobox' || role === 'slider' || role === 'spinbutton') text = field ?? attr(el, 'aria-valuetext') ?? attr(el, 'aria-valuenow') ?? '';
       else if (label) text = label;
       else if (tag === 'img' || (tag === 'input' && el.type === 'image')) text = attr(el, 'alt') ?? '';
       else if (tag === 'input' && ['button', 'submit', 'reset'].includes(el.type)) text = el.value || (el.type === 'submit' ? 'Submit' : el.type === 'reset' ? 'Reset' : '');

@@ -652,3 +652,49 @@ func TestPageReaderEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestPageReaderBudgets reads pages of n buttons, each followed by a
+// paragraph (2n text fragments), around the projection's budgets (120
+// controls, 240 fragments): the read stops once the projection is full,
+// never before, and projects as ax.read does.
+func TestPageReaderBudgets(t *testing.T) {
+	env := startAXBench(t, "")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		fmt.Sscan(r.URL.Query().Get("n"), &n)
+		var b strings.Builder
+		b.WriteString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Budgets</title></head><body><main>`)
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "<button>B%d</button><p>P%d</p>\n", i, i)
+		}
+		b.WriteString(`</main></body></html>`)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, b.String())
+	}))
+	defer srv.Close()
+	for _, n := range []int{browser.MaxControls - 1, browser.MaxControls, browser.MaxControls + 1} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			tab := env.openURL(t, fmt.Sprintf("%s/?n=%d", srv.URL, n))
+			defer env.b.CloseTab(t, tab.target)
+			env.front(t, tab)
+			ax, in := env.compare(t, tab)
+			if d := lineDiff(projectLines(ax.Nodes), projectLines(in.Nodes)); len(d) > 0 {
+				t.Errorf("the in-page read projects otherwise than ax.read:\n%s", strings.Join(d, "\n"))
+			}
+			full := n >= browser.MaxControls // 120 controls and 240 fragments
+			if in.Truncated != full {
+				t.Errorf("truncated %t, want %t", in.Truncated, full)
+			}
+			last := fmt.Sprintf("B%d", min(n, browser.MaxControls))
+			buttons := 0
+			for _, nd := range in.Nodes {
+				if nd.Role == "button" {
+					buttons++
+				}
+			}
+			if want := min(n, browser.MaxControls); buttons != want || !slices.ContainsFunc(in.Nodes, func(nd pageNode) bool { return nd.Name == last }) {
+				t.Errorf("%d buttons read, want %d through %s", buttons, want, last)
+			}
+		})
+	}
+}
