@@ -36,6 +36,13 @@ export const WORLD = 'dsh-reader';
 export const PAGE_READ = { on: true, listened: 64 };
 
 const READER = String(pageReader);
+// The reader is defined once in each world, as a global named after its
+// source (a world outlives an update of the extension), and called by a
+// short declaration: sent with every call, its source is compiled anew
+// each time (2 to 10 ms).
+const GLOBAL = `__dshPageReader${fnv(READER)}`;
+const DEFINE = `globalThis.${GLOBAL} ??= ${READER}`;
+const CALL = `function (...args) { const read = globalThis.${GLOBAL}; return read === undefined ? undefined : read(...args); }`;
 const REMOVE = String(removeTags);
 const controlRoles = new Set(CONTROL_ROLES);
 const utf8 = new TextEncoder();
@@ -58,7 +65,12 @@ export class Unreadable extends Error {}
 // itself starts with the reader. release drops the document's object when
 // no read follows.
 export function prepare(send, frameId) {
-  const context = send('Page.createIsolatedWorld', { frameId, worldName: WORLD }).then((r) => r.executionContextId);
+  // The reader is defined as soon as the world is known, so before any
+  // call of it.
+  const context = send('Page.createIsolatedWorld', { frameId, worldName: WORLD }).then(({ executionContextId }) => {
+    send('Runtime.evaluate', { expression: DEFINE, contextId: executionContextId }).catch(() => {});
+    return executionContextId;
+  });
   const document = send('Runtime.evaluate', { expression: 'document' }).then((r) => r.result?.objectId);
   context.catch(() => {});
   document.catch(() => {});
@@ -215,7 +227,7 @@ const PAGE_BYTES = 6 * LIMITS.MAX_URL + 4096;
 // -> types, in the document's order).
 async function run(send, context, document, opts, objects) {
   const reader = send('Runtime.callFunctionOn', {
-    functionDeclaration: READER,
+    functionDeclaration: CALL,
     executionContextId: context,
     arguments: [{ value: opts }, ...objects.map((objectId) => ({ objectId }))],
     returnByValue: true,
@@ -292,4 +304,11 @@ function finish(page, answer, tagged) {
   const out = { ...page, truncated, nodes };
   if (Number.isInteger(answer.frameOwners) && answer.frameOwners >= 0) out.frameOwners = answer.frameOwners;
   return out;
+}
+
+// fnv is the 32-bit FNV-1a hash of s's UTF-16 units, in hex.
+function fnv(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16);
 }

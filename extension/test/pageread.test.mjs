@@ -15,7 +15,11 @@ import { PAGE_READ } from '../lib/pageread.js';
 function page(t, { nodes, listeners = {}, rerun, frameOwners = 0, fail = false }) {
   const passes = [];
   t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: 7 }));
-  t.chrome.cdp.set('Runtime.evaluate', ({ expression }) => {
+  t.chrome.cdp.set('Runtime.evaluate', ({ expression, contextId }) => {
+    if (expression.startsWith('globalThis.__dshPageReader')) { // the reader's definition, in its world
+      assert.equal(contextId, 7);
+      return { result: { type: 'function' } };
+    }
     assert.equal(expression, 'document');
     return { result: { type: 'object', objectId: 'doc-1' } };
   });
@@ -78,10 +82,15 @@ test('a whole document is read in the page: one reader call, its tags name the b
   // behind both, before any answer; then the tags go. The world and the
   // document's object are kept for the next read of the document.
   assert.deepEqual(t.methods().slice(before), [
-    'Page.getFrameTree', 'Page.createIsolatedWorld', 'Runtime.evaluate',
+    'Page.getFrameTree', 'Page.createIsolatedWorld', 'Runtime.evaluate', 'Runtime.evaluate',
     'Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree',
     'Runtime.callFunctionOn',
   ]);
+  // The reader is defined in its world once, before its first call, and
+  // called by a short declaration.
+  const define = t.chrome.commands.slice(before)[3];
+  assert.match(define.params.expression, /^globalThis\.__dshPageReader[0-9a-f]+ \?\?= function pageReader\(/);
+  assert.ok(t.chrome.commands.slice(before)[4].params.functionDeclaration.length < 200);
   assert.equal(t.chrome.commands.slice(before).filter((c) => c.method.startsWith('Accessibility.') || c.method.startsWith('DOMSnapshot.')).length, 0);
 });
 
@@ -228,7 +237,7 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   const before = t.chrome.commands.length;
   t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
   for (let i = 0; i < 10; i++) await flush();
-  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree']);
+  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree', 'Runtime.evaluate']);
   const mid = t.chrome.commands.length;
   const r = await t.read();
   assert.equal(r.value.documentEpoch, 'F1:L2');
