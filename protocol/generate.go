@@ -135,6 +135,7 @@ func ExtensionModule() []byte {
 		{"MAX_TEXT_FRAGMENTS", browser.MaxTextFragment},
 		{"MAX_TEXT_BYTES", browser.MaxTextBytes},
 		{"MAX_NODE_BYTES", browser.MaxNodeBytes},
+		{"MAX_REGIONS", browser.MaxRegions},
 	})
 	data, _ = json.Marshal(browser.ControlRoles)
 	fmt.Fprintf(&b, "// Roles an observation shows as controls.\nexport const CONTROL_ROLES = Object.freeze(%s);\n\n", data)

@@ -9,6 +9,7 @@ import { createApprovals, ADMIT_WINDOW } from './approval.js';
 import { createConsents } from './consent.js';
 import { createOwner } from './owner.js';
 import * as ax from './ax.js';
+import * as pageread from './pageread.js';
 import * as input from './input.js';
 import * as dom from './dom.js';
 import { checkCdp } from './cdp.js';
@@ -34,6 +35,9 @@ function browserIdentity(nav) {
   return { brand: clip(brand), version: clip(version) };
 }
 
+// UNCANCELLED is the signal of calls no request waits for.
+const UNCANCELLED = new AbortController().signal;
+
 const nonEmpty = (v) => typeof v === 'string' && v !== '';
 
 function parseLease(l) {
@@ -54,7 +58,14 @@ export function createExtension(chrome, {
   const identity = browserIdentity(navigator);
   const consents = createConsents({ onChange: () => owner.changed(['consents']) });
   const approvals = createApprovals({ chrome, timers, uuid, now, onChange: () => owner.changed(['questions']) });
-  const gates = createGates({ chrome, timers, now, emit: (conn, event, value) => transport.emit(conn, event, value) });
+  const gates = createGates({
+    chrome, timers, now,
+    emit: (conn, event, value) => transport.emit(conn, event, value),
+    // The reader's world of a new document is asked as it commits.
+    onDocument: (gate) => {
+      if (pageread.PAGE_READ.on) pageread.renew(gate, (method, p) => gates.send(gate, UNCANCELLED, method, p));
+    },
+  });
   const transport = createTransport({
     chrome, timers, uuid,
     requiredCapabilities: REQUIRED_CAPABILITIES,
@@ -155,7 +166,9 @@ export function createExtension(chrome, {
   // A method whose fn starts with oneDocument asks the main frame's tree
   // (document: true) while the tab is looked up, not after: on a small page
   // each of those round trips is a tenth of the read.
-  const leased = (check, fn, { document = false } = {}) => (conn, params, signal) => {
+  // early, when given, sends the calls a method's read starts with beside
+  // those (its answer is the context's early).
+  const leased = (check, fn, { document = false, early } = {}) => (conn, params, signal) => {
     const lease = parseLease(params.lease);
     check(params);
     const gate = gates.check(conn, lease);
@@ -163,9 +176,19 @@ export function createExtension(chrome, {
       const send = (method, p) => gates.send(gate, signal, method, p);
       const tree = document ? send('Page.getFrameTree') : undefined;
       tree?.catch(() => {}); // a refused lease is answered by authorize, never by this
-      const tab = await gates.authorize(conn, lease, gate);
+      // Their answers are used only once the tab and the document are
+      // proven (authorize, oneDocument): a tab gone meanwhile answers
+      // LEASE_REVOKED, and nothing read reaches the broker.
+      const ahead = early?.(send, gate, params.request);
+      let tab;
+      try {
+        tab = await gates.authorize(conn, lease, gate);
+      } catch (e) {
+        ahead?.release();
+        throw e;
+      }
       const page = { documentEpoch: gate.epoch, url: tab.url, title: tab.title ?? '' };
-      return fn({ gate, send, page, tab, tree, request: params.request, params });
+      return fn({ gate, send, page, tab, tree, early: ahead, request: params.request, params });
     });
   };
 
@@ -193,8 +216,8 @@ export function createExtension(chrome, {
       // navigation the URL that could not be reached.
       const url = frame.unreachableUrl ?? frame.url + (frame.urlFragment ?? '');
       let asked; // the frame tree asked after the read's last call
-      const lastCall = () => {
-        asked = send('Page.getFrameTree');
+      const lastCall = (tree) => {
+        asked = tree ?? send('Page.getFrameTree'); // tree: one the read asked itself
         asked.catch(() => {}); // a read that failed meanwhile answers instead
       };
       const result = await read({ ...page, documentEpoch: epoch, url }, lastCall);
@@ -240,6 +263,27 @@ export function createExtension(chrome, {
     const after = await sameOriginFrame(ctx, frame);
     if (after.documentEpoch !== before.documentEpoch) fail('STALE_TARGET');
     return result;
+  }
+
+  // readDocument reads the main frame's whole document in the page
+  // (pageread.js), or where that cannot be done with the AX read. The
+  // calls asked early (leased) serve the first attempt only: a second is
+  // of another document.
+  async function readDocument(ctx, page, lastCall) {
+    const early = ctx.early;
+    ctx.early = undefined;
+    try {
+      const out = await pageread.read(ctx.send, ctx.gate, page, { early, lastCall });
+      // A frame owner in a closed shadow root is out of the reader's
+      // sight, its frame not out of the frame tree's (the first attempt's).
+      const frames = early ? (await ctx.tree.catch(() => undefined))?.frameTree?.childFrames?.length : undefined;
+      if (out.frameOwners !== undefined && frames > out.frameOwners) out.frameOwners = frames;
+      return out;
+    } catch (e) {
+      if (!(e instanceof pageread.Unreadable)) throw e;
+    }
+    const shown = notShown(ctx.tab).then((hidden) => !hidden);
+    return ax.read(ctx.send, page, undefined, undefined, ctx.gate.mainFrameId, { shown, lastCall });
   }
 
   // DOCUMENT marks a leased method whose fn starts with oneDocument.
@@ -337,15 +381,22 @@ export function createExtension(chrome, {
             (r.frame !== undefined && !validFrame(r.frame))) fail('INVALID_REQUEST');
       },
       (ctx) => {
+        const { frame: f, backendNodeId } = ctx.request;
+        if (!f && backendNodeId === undefined && pageread.PAGE_READ.on) return oneDocument(ctx, (page, lastCall) => readDocument(ctx, page, lastCall));
         // Asked beside the read's first calls: only its walk needs it.
         const shown = notShown(ctx.tab).then((hidden) => !hidden);
         return oneDocument(ctx, (page, lastCall) => {
-          const { frame: f, backendNodeId } = ctx.request;
           if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId, { shown, lastCall });
           return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
         });
       },
-      DOCUMENT,
+      {
+        ...DOCUMENT,
+        // A whole document's read starts beside the tab check: with the
+        // reader itself in the document's world once known, else with
+        // asking for the world.
+        early: (send, gate, r) => (pageread.PAGE_READ.on && isObject(r) && !r.frame && r.backendNodeId === undefined ? pageread.start(send, gate) : undefined),
+      },
     ),
     [METHOD.AX_FIND]: leased(
       ({ request: r }) => {

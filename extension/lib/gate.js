@@ -29,7 +29,9 @@ export function tabOf(conn, lease) {
 export const leaseInWindow = (lease, now) => lease.expiresAt > now && lease.expiresAt <= now + MAX_LEASE_AHEAD_MS;
 
 // emit(conn, event, value) sends an event on the gate's connection.
-export function createGates({ chrome, timers, now, emit }) {
+// onDocument is called with a gate whose main frame committed a new
+// document (after its epoch is set).
+export function createGates({ chrome, timers, now, emit, onDocument = () => {} }) {
   const gates = new Map(); // tab ID -> gate
   const reserved = new Set(); // tab IDs with a grant under way
   const detaching = new Map(); // tab ID -> promise of our detach
@@ -154,6 +156,7 @@ export function createGates({ chrome, timers, now, emit }) {
         if (params.frame.parentId) return;
         if (!setMainFrame(gate, params.frame)) return end(gate, true);
         badge(gate.tabId, 'ON'); // Chrome may reset a tab's badge when it navigates
+        onDocument(gate);
         break;
       case 'Page.navigatedWithinDocument':
         if (params.frameId !== gate.mainFrameId) return;

@@ -94,6 +94,7 @@ export const OBSERVE = Object.freeze({
   MAX_TEXT_FRAGMENTS: 240,
   MAX_TEXT_BYTES: 32768,
   MAX_NODE_BYTES: 40960,
+  MAX_REGIONS: 24,
 });
 
 // Roles an observation shows as controls.

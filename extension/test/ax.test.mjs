@@ -3,6 +3,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setup } from './fake-chrome.mjs';
 import { BUDGET, READ } from '../lib/ax.js';
+import { PAGE_READ } from '../lib/pageread.js';
+
+// These are tests of the AX read: a whole document is read in the page
+// otherwise (pageread.test.mjs).
+PAGE_READ.on = false;
 
 // tree serves nodes {nodeId, childIds, ...} the way Chromium does: getChildAXNodes
 // answers a node's children.

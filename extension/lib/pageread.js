@@ -1,0 +1,314 @@
+// Reading a document inside the page: the driver of pagereader.js.
+//
+// Through chrome.debugger a call costs about a millisecond and an answer of
+// many small objects (AX nodes, a DOM snapshot) far more than the same
+// bytes as one string (BENCHMARKS.md "Reading the page"). So a whole
+// document is read by one function run in an isolated world of its frame
+// (pageReader: the page's own scripts cannot reach that world's globals or
+// prototypes), which answers one JSON string of nodes shaped as ax.js's
+// read sends them. What a page script cannot see, CDP adds:
+// - backend node IDs: pageReader tags each element it sends with a no-op
+//   listener of its own type (tag + index), and one
+//   DOMDebugger.getEventListeners of the document, asked right after it,
+//   names the element of every tag;
+// - the page's own listeners (a click listener makes an element
+//   clickable): that same listener read has them. When one of them could
+//   change the answer (a listened element the reader did not send, or sent
+//   as other than a control), the listened elements are resolved into the
+//   world and the reader runs again with them.
+// The renderer runs one session's calls in turn, so a listener read sent
+// after the reader sees its tags, and the frame tree asked after both
+// (lastCall) names the document they read.
+import { CodeError } from './errors.js';
+import { MAX_VALUE_BYTES } from './transport.js';
+import { CONTROL_ROLES, LIMITS, OBSERVE } from './protocol.js';
+import { pageReader, removeTags } from './pagereader.js';
+
+// WORLD names the isolated world the reader runs in: Chromium keeps one
+// world of a name per document, so every read of a document shares it.
+export const WORLD = 'dsh-reader';
+
+// PAGE_READ tunes the read. on: whole documents are read in the page
+// (tests and benchmarks of the AX read turn it off). listened: at most so
+// many of the page's listened elements are passed to the reader (in the
+// document's order); a reader that reads past the last of them, with more
+// left, gives way to the AX read (Unreadable).
+export const PAGE_READ = { on: true, listened: 64 };
+
+const READER = String(pageReader);
+// The reader is defined once in each world, as a global named after its
+// source (a world outlives an update of the extension), and called by a
+// short declaration: sent with every call, its source is compiled anew
+// each time (2 to 10 ms).
+const GLOBAL = `__dshPageReader${fnv(READER)}`;
+const DEFINE = `globalThis.${GLOBAL} ??= ${READER}`;
+const CALL = `function (...args) { const read = globalThis.${GLOBAL}; return read === undefined ? undefined : read(...args); }`;
+const REMOVE = String(removeTags);
+const controlRoles = new Set(CONTROL_ROLES);
+const utf8 = new TextEncoder();
+
+// LISTENED are the event types whose listener can make an element
+// clickable or its items draggable (ax.js PRESS_LISTENERS and
+// GRAB_LISTENERS, and what Chromium counts as clickable).
+const LISTENED = new Set(['click', 'dblclick', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'touchstart',
+  'touchend', 'DOMActivate']);
+const GRAB = new Set(['mousedown', 'pointerdown', 'touchstart']);
+
+// Unreadable is a document the reader could not read; the caller reads
+// it with the AX read instead.
+export class Unreadable extends Error {}
+
+// prepare asks, for frameId's document, the reader's world and the
+// document as an object in the main world (for the listener read). Neither
+// reads anything of the page, so the worker sends both beside the first
+// frame tree, before the tab is known to be the lease's, and the read
+// itself starts with the reader. release drops the document's object when
+// no read follows.
+export function prepare(send, frameId) {
+  // The reader is defined as soon as the world is known, so before any
+  // call of it.
+  const context = send('Page.createIsolatedWorld', { frameId, worldName: WORLD }).then(({ executionContextId }) => {
+    send('Runtime.evaluate', { expression: DEFINE, contextId: executionContextId }).catch(() => {});
+    return executionContextId;
+  });
+  const document = send('Runtime.evaluate', { expression: 'document' }).then((r) => r.result?.objectId);
+  context.catch(() => {});
+  document.catch(() => {});
+  const release = () => document.then((objectId) => objectId && send('Runtime.releaseObject', { objectId })).catch(() => {});
+  return { context, document, release };
+}
+
+// A tab's document world: gate.world is {epoch, context, document} (the
+// reader's execution context and the document's object) of the document
+// of that epoch, once a read or renew proved it; any navigation of the
+// main frame drops it (renew), and gate.worldGen counts those, so that a
+// read that saw one does not keep what it proved of the document before.
+// With it, a read sends the reader at once, beside the first frame tree
+// and the tab check: one round trip for a small page.
+
+// renew, on a navigation of the main frame, drops the tab's world and asks
+// the new document's, kept if no other navigation came meanwhile and the
+// frame tree asked right behind it names the document gate.epoch names.
+export function renew(gate, send) {
+  drop(gate, send);
+  const gen = gate.worldGen;
+  const prepared = prepare(send, gate.mainFrameId);
+  const tree = send('Page.getFrameTree');
+  Promise.all([prepared.context, prepared.document, tree]).then(([context, document, { frameTree }]) => {
+    if (gate.worldGen === gen && `${frameTree.frame.id}:${frameTree.frame.loaderId}` === gate.epoch) {
+      keep(gate, send, { epoch: gate.epoch, context, document });
+    } else {
+      prepared.release();
+    }
+  }).catch(() => prepared.release());
+}
+
+function drop(gate, send) {
+  gate.worldGen = (gate.worldGen ?? 0) + 1;
+  const old = gate.world;
+  gate.world = undefined;
+  if (old) send('Runtime.releaseObject', { objectId: old.document }).catch(() => {});
+}
+
+function keep(gate, send, world) {
+  const old = gate.world;
+  if (old?.document === world.document) return;
+  gate.world = world;
+  if (old) send('Runtime.releaseObject', { objectId: old.document }).catch(() => {});
+}
+
+// start begins a whole document's read beside the first frame tree and
+// the tab check (extension.js leased): with the tab's world of the
+// document the tab shows as far as the worker knows, the reader, the
+// listener read and the frame tree that proves them; else prepare.
+export function start(send, gate) {
+  const gen = gate.worldGen ?? 0;
+  const world = gate.world;
+  if (world === undefined || world.epoch !== gate.epoch) {
+    const prepared = prepare(send, gate.mainFrameId);
+    return { gen, prepared, release: prepared.release };
+  }
+  const opts = options();
+  const pass = run(send, world.context, world.document, opts, []);
+  const after = send('Page.getFrameTree');
+  pass.catch(() => {});
+  after.catch(() => {});
+  return { gen, world, opts, pass, after, release: () => {} };
+}
+
+// read reads the main frame's document (frameId) with pageReader and
+// returns ax.js read's answer: {...page, truncated, nodes, frameOwners}.
+// early is start's answer, when the worker asked it beside the tab check;
+// only a world of the document the first frame tree names (page) is used.
+// lastCall is called once every call the answer depends on is sent (with
+// the frame tree already asked after them, when start asked it), and
+// again after any that follows.
+export async function read(send, gate, page, { early = start(send, gate), lastCall = () => {} } = {}) {
+  let context, document, opts, first;
+  if (early.pass !== undefined && early.world.epoch === page.documentEpoch) {
+    ({ context, document } = early.world);
+    opts = early.opts;
+    lastCall(early.after);
+    first = await early.pass.catch((e) => {
+      if (e instanceof CodeError) throw e;
+      return undefined; // the world is gone: a new one
+    });
+  } else if (early.pass !== undefined) {
+    early.pass.catch(() => {}); // of another document
+  }
+  if (first === undefined) {
+    const prepared = early.prepared ?? prepare(send, gate.mainFrameId);
+    try {
+      [context, document] = await Promise.all([prepared.context, prepared.document]);
+    } catch (e) {
+      if (e instanceof CodeError) throw e;
+      throw new Unreadable(`no world: ${e?.message}`);
+    }
+    if (!Number.isInteger(context) || typeof document !== 'string') throw new Unreadable('no world');
+    opts = options();
+    first = run(send, context, document, opts, []);
+    lastCall();
+    first = await first;
+  }
+  let { answer, tagged, listened } = first;
+  try {
+    if (mustRerun(answer, tagged, listened)) {
+      const ids = [...listened.keys()].slice(0, PAGE_READ.listened);
+      const objects = await Promise.all(ids.map((backendNodeId) =>
+        send('DOM.resolveNode', { backendNodeId, executionContextId: context }).then((r) => r.object?.objectId, (e) => {
+          if (e instanceof CodeError) throw e;
+          return undefined;
+        })));
+      const present = ids.filter((_, i) => objects[i] !== undefined);
+      opts.listened = present.map((id) => listened.get(id));
+      opts.listenedMore = listened.size > ids.length;
+      const pass = run(send, context, document, opts, objects.filter((o) => o !== undefined));
+      lastCall();
+      ({ answer, tagged } = await pass);
+      for (const objectId of objects) if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
+      if (answer.incomplete) throw new Unreadable('more listened elements than a read passes');
+    }
+    const out = finish(page, answer, tagged);
+    // The world served the document the first frame tree names; the
+    // caller proves the same document after (oneDocument), or reads
+    // again, as this read then does with a world of its own.
+    if ((gate.worldGen ?? 0) === early.gen) keep(gate, send, { epoch: page.documentEpoch, context, document });
+    return out;
+  } finally {
+    send('Runtime.callFunctionOn', { functionDeclaration: REMOVE, executionContextId: context }).catch(() => {});
+    if (gate.world?.document !== document) send('Runtime.releaseObject', { objectId: document }).catch(() => {});
+  }
+}
+
+// options are the reader's for one read: a tag of its own, the
+// observation's budgets, and a bound on its answer's bytes (the reply's,
+// less what the page's URL and title may take: finish cuts to the exact
+// bound).
+function options() {
+  return {
+    tag: `dsh${crypto.randomUUID().slice(0, 8)}-`,
+    budgets: {
+      controls: OBSERVE.MAX_CONTROLS, regions: OBSERVE.MAX_REGIONS, texts: OBSERVE.MAX_TEXT_FRAGMENTS,
+      textBytes: OBSERVE.MAX_TEXT_BYTES, nodeBytes: OBSERVE.MAX_NODE_BYTES,
+    },
+    maxNameLength: LIMITS.MAX_NAME_LENGTH,
+    maxValueBytes: MAX_VALUE_BYTES - PAGE_BYTES,
+    listened: [],
+  };
+}
+
+// PAGE_BYTES is what an answer's other members take at most: the URL (at
+// most MAX_URL, six bytes a character escaped), a title, the epoch.
+const PAGE_BYTES = 6 * LIMITS.MAX_URL + 4096;
+
+// run runs the reader once, then the listener read right behind it, and
+// answers the reader's answer, the backend node ID of each tagged node
+// (by index), and the page's own listeners that matter (backend node ID
+// -> types, in the document's order).
+async function run(send, context, document, opts, objects) {
+  const reader = send('Runtime.callFunctionOn', {
+    functionDeclaration: CALL,
+    executionContextId: context,
+    arguments: [{ value: opts }, ...objects.map((objectId) => ({ objectId }))],
+    returnByValue: true,
+  });
+  const listeners = send('DOMDebugger.getEventListeners', { objectId: document, depth: -1, pierce: true });
+  let answer;
+  try {
+    const r = await reader;
+    if (r.exceptionDetails || typeof r.result?.value !== 'string') throw new Unreadable('the reader failed');
+    answer = JSON.parse(r.result.value);
+    if (!Array.isArray(answer?.nodes)) throw new Unreadable('the reader answered no nodes');
+  } catch (e) {
+    listeners.catch(() => {});
+    if (e instanceof CodeError || e instanceof Unreadable) throw e;
+    throw new Unreadable(`the reader failed: ${e?.message}`);
+  }
+  const tagged = new Map(); // node index -> backend node ID
+  const listened = new Map(); // backend node ID -> types
+  let documentId;
+  for (const l of (await listeners).listeners ?? []) {
+    if (!Number.isInteger(l?.backendNodeId) || typeof l.type !== 'string') continue;
+    if (l.type.startsWith(opts.tag)) {
+      const what = l.type.slice(opts.tag.length);
+      if (what === 'document') documentId = l.backendNodeId;
+      else if (/^\d+$/.test(what)) tagged.set(Number(what), l.backendNodeId);
+    } else if (LISTENED.has(l.type)) {
+      listened.set(l.backendNodeId, [...(listened.get(l.backendNodeId) ?? []), l.type]);
+    }
+  }
+  listened.delete(documentId); // a listener of the document marks no element
+  return { answer, tagged, listened };
+}
+
+// mustRerun tells whether the page's listeners could change the reader's
+// answer: a listened element it did not send, one it sent as other than a
+// control (a listener makes it clickable), or a control listening for a
+// grab (its items become draggable).
+function mustRerun(answer, tagged, listened) {
+  if (listened.size === 0) return false;
+  const sent = new Map(); // backend node ID -> node
+  for (const [i, id] of tagged) sent.set(id, answer.nodes[i]);
+  for (const [id, types] of listened) {
+    const n = sent.get(id);
+    if (n === undefined || !controlRoles.has(n?.role) || types.some((t) => GRAB.has(t))) return true;
+  }
+  return false;
+}
+
+// answerBytes is what the nodes of an answer about page may take, their
+// backend node IDs included (ax.js Reader's bytes).
+function answerBytes(page) {
+  const frame = JSON.stringify({ ...page, truncated: false, nodes: [], frameOwners: 0 });
+  return Math.min(1 << 20, MAX_VALUE_BYTES - utf8.encode(frame).length - 32);
+}
+
+// finish gives each tagged node its backend node ID and keeps the answer
+// within what one reply carries (as ax.js Reader.push does).
+function finish(page, answer, tagged) {
+  let left = answerBytes(page);
+  let truncated = answer.truncated === true;
+  const nodes = [];
+  for (const [i, n] of answer.nodes.entries()) {
+    if (n === null || typeof n !== 'object') continue;
+    const { el, ...node } = n;
+    if (el && tagged.has(i)) node.backendNodeId = tagged.get(i);
+    const size = utf8.encode(JSON.stringify(node)).length + 1;
+    if (size > left) {
+      truncated = true;
+      break;
+    }
+    left -= size;
+    nodes.push(node);
+  }
+  const out = { ...page, truncated, nodes };
+  if (Number.isInteger(answer.frameOwners) && answer.frameOwners >= 0) out.frameOwners = answer.frameOwners;
+  return out;
+}
+
+// fnv is the 32-bit FNV-1a hash of s's UTF-16 units, in hex.
+function fnv(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16);
+}

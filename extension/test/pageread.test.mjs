@@ -1,0 +1,256 @@
+// The page read's driver (pageread.js) over a FAKE renderer: the reader's
+// answer is scripted here (pagereader.js itself runs in real Chromium:
+// test/bench/pagereader_test.go), the tags and the page's listeners are
+// what DOMDebugger.getEventListeners would answer after it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup } from './fake-chrome.mjs';
+import { PAGE_READ } from '../lib/pageread.js';
+
+// page scripts the renderer: nodes is the reader's answer (each {el: true}
+// node is tagged with backend node ID 100 + its index), listeners the
+// page's own (backend node ID -> types). A second pass (the reader called
+// with listened elements) answers rerun(opts) when given. The document's
+// own tag names backend node ID 1.
+function page(t, { nodes, listeners = {}, rerun, frameOwners = 0, fail = false }) {
+  const passes = [];
+  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: 7 }));
+  t.chrome.cdp.set('Runtime.evaluate', ({ expression, contextId }) => {
+    if (expression.startsWith('globalThis.__dshPageReader')) { // the reader's definition, in its world
+      assert.equal(contextId, 7);
+      return { result: { type: 'function' } };
+    }
+    assert.equal(expression, 'document');
+    return { result: { type: 'object', objectId: 'doc-1' } };
+  });
+  t.chrome.cdp.set('DOM.resolveNode', ({ backendNodeId, executionContextId }) => {
+    assert.equal(executionContextId, 7);
+    return { object: { objectId: `el-${backendNodeId}` } };
+  });
+  t.chrome.cdp.set('Runtime.releaseObject', () => ({}));
+  t.chrome.cdp.set('Runtime.callFunctionOn', ({ functionDeclaration, executionContextId, arguments: args }) => {
+    assert.equal(executionContextId, 7);
+    if (!args) return { result: { type: 'undefined' } }; // removeTags
+    if (fail) return { exceptionDetails: { text: 'Uncaught' }, result: { type: 'object' } };
+    const opts = args[0].value;
+    passes.push({ opts, objects: args.slice(1).map((a) => a.objectId), tag: opts.tag });
+    const answer = passes.length > 1 && rerun ? rerun(opts) : { nodes, truncated: false, frameOwners };
+    return { result: { type: 'string', value: JSON.stringify(answer) } };
+  });
+  t.chrome.cdp.set('DOMDebugger.getEventListeners', ({ objectId, depth, pierce }) => {
+    assert.deepEqual([objectId, depth, pierce], ['doc-1', -1, true]);
+    const { tag, opts } = passes.at(-1);
+    const answered = passes.length > 1 && rerun ? rerun(opts).nodes : nodes;
+    const out = [{ type: `${tag}document`, backendNodeId: 1 }, { type: 'click', backendNodeId: 1 }];
+    answered.forEach((n, i) => n.el && out.push({ type: `${tag}${i}`, backendNodeId: 100 + i }));
+    for (const [id, types] of Object.entries(listeners)) for (const type of types) out.push({ type, backendNodeId: Number(id) });
+    return { listeners: out };
+  });
+  return passes;
+}
+
+async function granted() {
+  const t = await setup({ personal: true });
+  t.chrome.addTab(1, 'https://a.test/', 'A');
+  const { lease } = await t.grant(1);
+  t.lease = lease;
+  t.read = (request = {}) => t.call('ax.read', { lease, request });
+  t.methods = () => t.chrome.commands.map((c) => c.method);
+  return t;
+}
+
+const button = { axId: 'p0', role: 'button', name: 'Add', ignored: false, props: { focusable: true }, el: true };
+const text = { axId: 'p1', parentAxId: 'p0', role: 'StaticText', name: 'Add', ignored: false, props: {} };
+
+test('a whole document is read in the page: one reader call, its tags name the backend node IDs', async () => {
+  const t = await granted();
+  const passes = page(t, { nodes: [button, text], frameOwners: 2 });
+  const before = t.chrome.commands.length;
+  const r = await t.read();
+  assert.deepEqual(r.value, {
+    documentEpoch: 'F1:L1', url: 'https://a.test/', title: 'A', truncated: false, frameOwners: 2,
+    nodes: [
+      { axId: 'p0', role: 'button', name: 'Add', ignored: false, props: { focusable: true }, backendNodeId: 100 },
+      { axId: 'p1', parentAxId: 'p0', role: 'StaticText', name: 'Add', ignored: false, props: {} },
+    ],
+  });
+  assert.equal(passes.length, 1);
+  assert.match(passes[0].tag, /^dsh[0-9a-f]{8}-$/);
+  assert.deepEqual(passes[0].opts.budgets, { controls: 120, regions: 24, texts: 240, textBytes: 32768, nodeBytes: 40960 });
+  // The world and the document's handle beside the first frame tree; the
+  // listener read right behind the reader, the proving frame tree right
+  // behind both, before any answer; then the tags go. The world and the
+  // document's object are kept for the next read of the document.
+  assert.deepEqual(t.methods().slice(before), [
+    'Page.getFrameTree', 'Page.createIsolatedWorld', 'Runtime.evaluate', 'Runtime.evaluate',
+    'Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree',
+    'Runtime.callFunctionOn',
+  ]);
+  // The reader is defined in its world once, before its first call, and
+  // called by a short declaration.
+  const define = t.chrome.commands.slice(before)[3];
+  assert.match(define.params.expression, /^globalThis\.__dshPageReader[0-9a-f]+ \?\?= function pageReader\(/);
+  assert.ok(t.chrome.commands.slice(before)[4].params.functionDeclaration.length < 200);
+  assert.equal(t.chrome.commands.slice(before).filter((c) => c.method.startsWith('Accessibility.') || c.method.startsWith('DOMSnapshot.')).length, 0);
+});
+
+test('a listener of a control the reader sent, or of the document, needs no second pass', async () => {
+  const t = await granted();
+  const passes = page(t, { nodes: [button, text], listeners: { 100: ['click'] } });
+  const r = await t.read();
+  assert.equal(r.value.nodes[0].backendNodeId, 100);
+  assert.equal(passes.length, 1);
+  assert.equal(t.methods().filter((m) => m === 'DOM.resolveNode').length, 0);
+});
+
+test('a listened element the reader did not send, or sent as no control, is passed to a second pass', async () => {
+  for (const listeners of [{ 555: ['click'] }, { 101: ['mousedown'] }, { 100: ['pointerdown'] }]) {
+    const t = await granted();
+    const card = { axId: 'p0', role: 'generic', name: '', description: 'Open', ignored: false, props: { clickable: true }, el: true };
+    const passes = page(t, {
+      nodes: [button, { ...text, el: true }],
+      listeners: { ...listeners, 600: ['keydown'] }, // not a press: never passed
+      rerun: () => ({ nodes: [card, text], truncated: false, frameOwners: 0 }),
+    });
+    const r = await t.read();
+    assert.equal(passes.length, 2, JSON.stringify(listeners));
+    const [id, types] = Object.entries(listeners)[0];
+    assert.deepEqual(passes[1].objects, [`el-${id}`]);
+    assert.deepEqual(passes[1].opts.listened, [types]);
+    assert.equal(passes[1].opts.listenedMore, false);
+    assert.notEqual(passes[1].tag, undefined);
+    assert.deepEqual(r.value.nodes[0], { axId: 'p0', role: 'generic', name: '', description: 'Open', ignored: false, props: { clickable: true }, backendNodeId: 100 });
+    // The proving frame tree is asked again after the second pass.
+    const methods = t.methods();
+    assert.deepEqual(methods.slice(methods.lastIndexOf('DOMDebugger.getEventListeners') + 1, methods.lastIndexOf('Page.getFrameTree') + 1), ['Page.getFrameTree']);
+  }
+});
+
+test('at most PAGE_READ.listened listened elements are passed; a reader that reads past them gives way to the AX read', async () => {
+  const t = await granted();
+  const listeners = Object.fromEntries(Array.from({ length: PAGE_READ.listened + 3 }, (_, i) => [1000 + i, ['click']]));
+  const passes = page(t, { nodes: [button], listeners, rerun: (opts) => ({ nodes: [button], truncated: false, incomplete: opts.listenedMore }) });
+  t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Nodes', value: 10 }] }));
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ documents: [], strings: [] }));
+  t.chrome.cdp.set('Accessibility.getFullAXTree', () => ({ nodes: [{ nodeId: '1', ignored: false, role: { value: 'RootWebArea' }, name: { value: 'A' }, backendDOMNodeId: 1 }] }));
+  const r = await t.read();
+  assert.equal(passes.length, 2);
+  assert.equal(passes[1].objects.length, PAGE_READ.listened);
+  assert.equal(passes[1].opts.listenedMore, true);
+  assert.deepEqual(r.value.nodes, [{ axId: '1', backendNodeId: 1, role: 'RootWebArea', name: 'A', ignored: false, props: {} }]);
+  assert.ok(t.methods().includes('Accessibility.getFullAXTree'));
+});
+
+test('a reader that fails gives way to the AX read', async () => {
+  const t = await granted();
+  page(t, { nodes: [], fail: true });
+  t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Nodes', value: 10 }] }));
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ documents: [], strings: [] }));
+  t.chrome.cdp.set('Accessibility.getFullAXTree', () => ({ nodes: [{ nodeId: '1', ignored: false, role: { value: 'RootWebArea' }, name: { value: 'A' }, backendDOMNodeId: 1 }] }));
+  const r = await t.read();
+  assert.equal(r.ok, true);
+  assert.equal(r.value.nodes[0].role, 'RootWebArea');
+});
+
+test('an answer past the reply cap is cut and says truncated', async () => {
+  const t = await granted();
+  const big = Array.from({ length: 2000 }, (_, i) => ({ axId: `p${i}`, role: 'StaticText', name: 'x'.repeat(1000), ignored: false, props: {} }));
+  page(t, { nodes: big });
+  const r = await t.read();
+  assert.equal(r.value.truncated, true);
+  assert.ok(r.value.nodes.length > 0 && r.value.nodes.length < 2000);
+  assert.ok(JSON.stringify(r.value).length < 900000);
+});
+
+// flush lets the fake's promises settle.
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+// loader serves Page.getFrameTree with the current loader ID (a
+// navigation changes it).
+function loader(t) {
+  const doc = { loaderId: 'L1' };
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: { frame: { id: 'F1', loaderId: doc.loaderId, url: 'https://a.test/' } } }));
+  return doc;
+}
+
+test('a document read once is read again in one round trip: the reader goes beside the tab check', async () => {
+  const t = await granted();
+  loader(t);
+  page(t, { nodes: [button, text] });
+  const first = await t.read();
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  const get = t.chrome.tabs.get;
+  t.chrome.tabs.get = async (id) => {
+    await held;
+    return get(id);
+  };
+  const before = t.chrome.commands.length;
+  const id = t.request('ax.read', { lease: t.lease, request: {} });
+  for (let i = 0; i < 5; i++) await flush();
+  // Before the tab is known: the first frame tree, the reader, the
+  // listener read and the frame tree that proves them; no new world.
+  assert.deepEqual(t.methods().slice(before), ['Page.getFrameTree', 'Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree']);
+  assert.equal(t.port.response(id), undefined);
+  release();
+  for (let i = 0; i < 10; i++) await flush();
+  assert.deepEqual(t.port.response(id).value, first.value);
+  assert.equal(t.methods().slice(before).filter((m) => m === 'Page.createIsolatedWorld').length, 0);
+});
+
+test('a tab gone before its check answers LEASE_REVOKED, though the reader ran', async () => {
+  const t = await granted();
+  loader(t);
+  page(t, { nodes: [button, text] });
+  await t.read();
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  const get = t.chrome.tabs.get;
+  t.chrome.tabs.get = async (id) => {
+    await held;
+    return get(id);
+  };
+  const id = t.request('ax.read', { lease: t.lease, request: {} });
+  for (let i = 0; i < 5; i++) await flush();
+  t.chrome.tabs_.delete(1);
+  release();
+  for (let i = 0; i < 10; i++) await flush();
+  assert.equal(t.port.response(id)?.code, 'LEASE_REVOKED');
+});
+
+test('a navigation drops the world and asks the new document\'s; a world of another document is never used', async () => {
+  const t = await granted();
+  const doc = loader(t);
+  let world = 7;
+  const passes = page(t, { nodes: [button, text] });
+  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: world }));
+  t.chrome.cdp.set('Runtime.callFunctionOn', ({ functionDeclaration, executionContextId, arguments: args }) => {
+    if (!args) return { result: { type: 'undefined' } };
+    if (executionContextId !== world) throw new Error('Cannot find context with specified id');
+    passes.push({ opts: args[0].value, objects: [], tag: args[0].value.tag });
+    return { result: { type: 'string', value: JSON.stringify({ nodes: [button, text], truncated: false, frameOwners: 0 }) } };
+  });
+  await t.read();
+  // The page navigates: the event renews the world (context 8).
+  doc.loaderId = 'L2';
+  world = 8;
+  const before = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
+  for (let i = 0; i < 10; i++) await flush();
+  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree', 'Runtime.evaluate']);
+  const mid = t.chrome.commands.length;
+  const r = await t.read();
+  assert.equal(r.value.documentEpoch, 'F1:L2');
+  assert.equal(r.value.nodes[0].backendNodeId, 100);
+  assert.equal(t.methods().slice(mid).filter((m) => m === 'Page.createIsolatedWorld').length, 0, 'the renewed world serves');
+  assert.ok(t.chrome.commands.slice(mid).filter((c) => c.method === 'Runtime.callFunctionOn' && c.params.arguments).every((c) => c.params.executionContextId === 8));
+  // A navigation the worker has not heard of: the first frame tree names
+  // another document than the world's, the read asks for a new world.
+  doc.loaderId = 'L3';
+  world = 9;
+  const late = t.chrome.commands.length;
+  const r2 = await t.read();
+  assert.equal(r2.value.documentEpoch, 'F1:L3');
+  assert.equal(t.methods().slice(late).filter((m) => m === 'Page.createIsolatedWorld').length, 1);
+  assert.equal(r2.value.nodes[0].backendNodeId, 100);
+});

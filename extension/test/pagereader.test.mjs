@@ -1,0 +1,98 @@
+// The in-page reader's source must stand alone: the driver sends its text
+// (String(pageReader)) into a world of the page, where nothing of this
+// module exists. Here it runs from its text in a bare context over a
+// fake document, so that a reference to anything outside its body fails.
+// What it reads in a real page is held to Chromium's tree by
+// test/bench/pagereader_test.go.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import vm from 'node:vm';
+import { pageReader, removeTags } from '../lib/pagereader.js';
+
+// fakeElement is an element with the few members the reader asks for,
+// and listeners it records.
+function fakeElement(localName, children = [], attrs = {}) {
+  const el = {
+    nodeType: 1, localName, tagName: localName.toUpperCase(), namespaceURI: 'http://www.w3.org/1999/xhtml',
+    childNodes: children, children: children.filter((c) => c.nodeType === 1), attrs, listeners: [],
+    getAttribute: (name) => attrs[name] ?? null,
+    hasAttribute: (name) => name in attrs,
+    addEventListener(type, fn) { el.listeners.push([type, fn]); },
+    removeEventListener(type, fn) { el.listeners = el.listeners.filter(([t, f]) => t !== type || f !== fn); },
+    getRootNode: () => doc,
+    getBoundingClientRect: () => ({ width: 10, height: 10 }),
+    closest: () => null,
+    matches: () => false,
+    isContentEditable: false,
+    tabIndex: 0,
+  };
+  for (const c of children) c.parentNode = c.parentElement = el;
+  return el;
+}
+
+const text = (data) => ({ nodeType: 3, data });
+const button = fakeElement('button', [text('Go')]);
+const body = fakeElement('body', [button]);
+const html = fakeElement('html', [body]);
+const doc = {
+  nodeType: 9, childNodes: [html], styleSheets: [], designMode: 'off', documentElement: html,
+  getElementById: () => null, querySelector: () => null, querySelectorAll: () => [],
+  listeners: [],
+  addEventListener(type, fn) { doc.listeners.push([type, fn]); },
+  removeEventListener(type, fn) { doc.listeners = doc.listeners.filter(([t, f]) => t !== type || f !== fn); },
+};
+html.parentNode = doc;
+
+// world is a context holding only what a page's world has that the
+// reader uses (its own builtins come with it); one context is one world.
+function world() {
+  const style = { display: 'block', visibility: 'visible', cursor: 'auto', whiteSpace: 'normal', textTransform: 'none', content: 'normal' };
+  doc.createTreeWalker = (root) => {
+    const all = [];
+    const visit = (n) => n.childNodes?.forEach((c) => {
+      if (c.nodeType === 1) {
+        all.push(c);
+        visit(c);
+      }
+    });
+    visit(root);
+    let i = 0;
+    return { nextNode: () => all[i++] ?? null };
+  };
+  const context = vm.createContext({
+    document: doc, getComputedStyle: () => style, NodeFilter: { SHOW_ELEMENT: 1 }, Node: { DOCUMENT_POSITION_FOLLOWING: 4 },
+    performance: { now: () => 0 },
+  });
+  return (fn, ...args) => {
+    context.args = args;
+    return vm.runInContext(`(${String(fn)})(...args)`, context);
+  };
+}
+
+test('pageReader runs from its source text alone and tags the elements it answers', () => {
+  const opts = { tag: 'dsh-t-', budgets: { controls: 120, regions: 24, texts: 240, textBytes: 32768, nodeBytes: 40960 }, listened: [['click']] };
+  button.listeners = [];
+  doc.listeners = [];
+  const answer = JSON.parse(world()(pageReader, opts, button));
+  assert.deepEqual(answer.nodes.map((n) => [n.role, n.name, n.el ?? false]), [['button', 'Go', true], ['StaticText', 'Go', false]]);
+  assert.equal(answer.nodes[0].props.clickable, true);
+  assert.equal(answer.nodes[1].parentAxId, answer.nodes[0].axId);
+  assert.equal(answer.truncated, false);
+  assert.equal(answer.frameOwners, 0);
+  assert.deepEqual(button.listeners.map(([type]) => type), ['dsh-t-0']);
+  assert.deepEqual(doc.listeners.map(([type]) => type), ['dsh-t-document']); // the driver tells its listeners apart
+});
+
+test('a second read removes the first read\'s tags, and removeTags its own', () => {
+  const opts = { tag: 'dsh-t-', listened: [] };
+  button.listeners = [];
+  doc.listeners = [];
+  const run = world();
+  run(pageReader, opts);
+  run(pageReader, opts);
+  assert.equal(button.listeners.length, 1);
+  assert.equal(doc.listeners.length, 1);
+  run(removeTags);
+  assert.equal(button.listeners.length, 0);
+  assert.equal(doc.listeners.length, 0);
+});
