@@ -102,12 +102,10 @@ type Request struct {
 
 	onReply func()
 
-	c      *Conn
-	cancel context.CancelFunc // ends the handler's ctx
-	// deferred is set by Defer, under c.mu; the handler's goroutine reads
-	// it without the lock, as the only writer.
-	deferred bool
-	answered atomic.Bool // the reply is queued, or will never be (see Defer)
+	c        *Conn
+	cancel   context.CancelFunc // ends the handler's ctx
+	deferred atomic.Bool        // set by Defer
+	answered atomic.Bool        // the reply is queued, or never will be (see Defer)
 }
 
 // Defer tells the connection that the reply to this request does not come
@@ -121,25 +119,17 @@ type Request struct {
 // call, or a call after the connection closed, does nothing. A request
 // never answered ends when the connection closes, without a reply.
 //
-// Defer must be called from Handle, before it returns. answer must not
-// block: it encodes and queues the reply, as Handle's return would.
+// Defer must be called from Handle (or [Preempter.Preempt]) before it
+// returns. answer must not block: it encodes and queues the reply, as
+// Handle's return would.
 func (r *Request) Defer() (answer func(value any, err error)) {
-	c := r.c
-	c.mu.Lock()
-	if !r.deferred {
-		r.deferred = true
-		select {
-		case <-c.closed:
-			r.answered.Store(true) // too late to reply, and nothing to wait for
-		default:
-			c.handlers.Add(1) // done by answer, or by close
-		}
-	}
-	c.mu.Unlock()
+	r.deferred.Store(true)
 	return r.answer
 }
 
-// answer is the function Defer returns.
+// answer is the function Defer returns. The request's place among the
+// connection's handlers, taken when it was accepted, is given back here
+// (or by close, or by handed), whichever ends the request first.
 func (r *Request) answer(value any, err error) {
 	if !r.answered.CompareAndSwap(false, true) {
 		return
@@ -154,6 +144,18 @@ func (r *Request) answer(value any, err error) {
 // the reply. f must not send on the connection itself. Handlers call it
 // before returning.
 func (r *Request) OnReply(f func()) { r.onReply = f }
+
+// Preempter is a Handler that serves some requests on the reader goroutine,
+// where a request whose answer comes from elsewhere (see [Conn.Go]) is
+// sent on without waking a handler goroutine to do it.
+type Preempter interface {
+	// Preempt is called on the reader goroutine for each accepted request,
+	// before it would go to Handle, and must not block. It returns false to
+	// leave the request to Handle, or true when it has taken the request:
+	// it called [Request.Defer], and answers, now or later, through the
+	// function Defer returned. ctx is Handle's.
+	Preempt(ctx context.Context, req *Request) bool
+}
 
 // Errors reported by the connection.
 var (
@@ -359,7 +361,7 @@ func (c *Conn) close(reason error) {
 	var unanswered []*Request
 	for _, req := range c.incoming {
 		req.cancel()
-		if req.deferred {
+		if req.deferred.Load() {
 			unanswered = append(unanswered, req)
 		}
 	}
@@ -471,6 +473,13 @@ func (c *Conn) accept(env *wire.Envelope) error {
 	c.handlers.Add(1)
 	c.mu.Unlock()
 
+	if p, ok := c.handler.(Preempter); ok && p.Preempt(ctx, req) {
+		if !req.deferred.Load() {
+			panic("rpc: Preempt took a request without deferring it")
+		}
+		c.handed(req)
+		return nil
+	}
 	j := job{ctx, req}
 	select {
 	case c.work <- j: // an idle handler goroutine takes it
@@ -500,12 +509,27 @@ func (c *Conn) handle(j job) {
 }
 
 func (c *Conn) serve(ctx context.Context, req *Request) {
-	defer c.handlers.Done()
 	value, err := c.handler.Handle(ctx, req)
-	if req.deferred {
-		return // answered through Defer's function
+	if req.deferred.Load() {
+		c.handed(req) // answered through Defer's function
+		return
 	}
 	c.reply(req, value, err)
+	c.handlers.Done()
+}
+
+// handed is called once a deferred request's handler (or Preempt) has
+// returned: its place among the handlers is now the answer's to give
+// back. If the connection closed before the request was deferred, close
+// did not see it deferred, so it is ended here.
+func (c *Conn) handed(req *Request) {
+	select {
+	case <-c.closed:
+		if req.answered.CompareAndSwap(false, true) {
+			c.handlers.Done()
+		}
+	default:
+	}
 }
 
 // reply answers req with what its handler returned, and ends it.
