@@ -103,15 +103,13 @@ func brokerMethods() map[string]route {
 }
 
 // call validates a client method's params against its schema, runs it and
-// turns its error into a wire error. A method with Start is started
-// instead: req is answered later, and what call returns is ignored.
+// turns its error into a wire error.
 func (s *Server) call(ctx context.Context, p *peer, req *rpc.Request, m route) (any, error) {
-	if m.Start != nil {
-		s.start(ctx, p, req, m)
-		return nil, nil
-	}
-	if err := s.checkParams(p, req, m); err != nil {
-		return nil, err
+	if m.params != nil {
+		if err := m.params.check(req.Params); err != nil {
+			s.refuse("params do not match the method's schema", "conn", p.id, "method", req.Method, "err", err)
+			return nil, wire.Err(wire.CodeInvalidRequest)
+		}
 	}
 	var v any
 	var err error
@@ -121,29 +119,6 @@ func (s *Server) call(ctx context.Context, p *peer, req *rpc.Request, m route) (
 		v, err = s.status(req.Params) // the one broker method with no service
 	}
 	return v, s.wireError(err, req.Method, p)
-}
-
-// start is call of a method with Start: req is deferred (rpc.Request.Defer)
-// and answered, its error turned into a wire error, by the method.
-func (s *Server) start(ctx context.Context, p *peer, req *rpc.Request, m route) {
-	answer := req.Defer()
-	if err := s.checkParams(p, req, m); err != nil {
-		answer(nil, err)
-		return
-	}
-	m.Start(ctx, p, req.Params, func(v any, err error) { answer(v, s.wireError(err, req.Method, p)) })
-}
-
-// checkParams checks req's params against the method's schema.
-func (s *Server) checkParams(p *peer, req *rpc.Request, m route) error {
-	if m.params == nil {
-		return nil
-	}
-	if err := m.params.check(req.Params); err != nil {
-		s.refuse("params do not match the method's schema", "conn", p.id, "method", req.Method, "err", err)
-		return wire.Err(wire.CodeInvalidRequest)
-	}
-	return nil
 }
 
 // wireError returns err as the wire will carry it: a *wire.Error as is,

@@ -163,23 +163,6 @@ func (p *peer) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 	return v, err
 }
 
-// Preempt implements rpc.Preempter: a client's request for a method with
-// Start (browser.tabs) starts on the reader goroutine, which sends it on to
-// the provider itself, when nothing about the client needs waiting for (its
-// admission). Every other request goes to Handle.
-func (p *peer) Preempt(ctx context.Context, req *rpc.Request) bool {
-	w := p.state.Load()
-	if w == nil || w.hello.Role != wire.RoleClient || w.adm != nil {
-		return false
-	}
-	m, ok := p.s.methods[req.Method]
-	if !ok || m.Start == nil {
-		return false
-	}
-	p.s.start(ctx, p, req, m)
-	return true
-}
-
 // beforeWelcome serves a peer without a successful hello: only hello, and
 // only [MaxHelloAttempts] requests in all.
 func (p *peer) beforeWelcome(req *rpc.Request) (any, error) {
@@ -253,12 +236,6 @@ func (p *peer) Call(ctx context.Context, method string, params any) (json.RawMes
 // CallWithin sends a request to the peer that fails past d.
 func (p *peer) CallWithin(ctx context.Context, d time.Duration, method string, params any) (json.RawMessage, error) {
 	return p.conn.CallWithin(ctx, d, method, params)
-}
-
-// Go sends a request to the peer whose answer runs done on the peer's
-// reader goroutine (service.AsyncProvider).
-func (p *peer) Go(ctx context.Context, d time.Duration, method string, params any, done func(json.RawMessage, error)) error {
-	return p.conn.Go(ctx, d, method, params, done)
 }
 
 // The service.Provider side of a provider peer.

@@ -255,11 +255,6 @@ func (s *Server) bind(regs []service.Register) error {
 			if _, dup := s.methods[name]; dup {
 				return fmt.Errorf("broker: method %q registered twice", name)
 			}
-			if m.Start != nil && (m.Handle != nil || !m.ReadOnly) {
-				// A method that acts cancels on its client's half-close
-				// (peer.Handle), which needs its handler running until the end.
-				return fmt.Errorf("broker: method %q: Start is for read-only methods, in place of Handle", name)
-			}
 			params, err := compileParams(name, m.Schema)
 			if err != nil {
 				return err

@@ -20,10 +20,11 @@ import (
 	"github.com/dsh-browser/broker/wire"
 )
 
-// browser.tabs is started on the client connection's reader and answered
-// on the provider connection's (rpc.Request.Defer, rpc.Conn.Go): these
-// tests hold its edges to what a handler blocked in the provider call
-// gave, over the broker's real socket.
+// browser.tabs's edges while the provider works on its list, over the
+// broker's real socket: the provider's answer, the client's cancel, either
+// side leaving, the in-flight limit. They hold any change to how the
+// broker waits for the provider (run J in BENCHMARKS.md tried one) to
+// what a handler blocked in the provider call gives.
 
 // heldProvider is a browser provider whose tabs.list answers only when the
 // test releases it, and which reports each request that was cancelled.

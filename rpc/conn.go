@@ -14,12 +14,6 @@
 //     locally with QUEUE_FULL.
 //   - A cancel envelope aborts the named request's handler, which is then
 //     answered CANCELLED. Replies with no pending caller are ignored.
-//   - A handler may answer later, from another goroutine ([Request.Defer]),
-//     and a call may end in a callback on the reader goroutine instead of a
-//     blocked caller ([Conn.Go]): a request that waits on another peer's
-//     answer is then answered where that answer is read, without waking a
-//     goroutine for it. A deferred request is in flight, and cancellable,
-//     until it is answered.
 //   - A malformed frame or envelope closes the connection; pending callers get
 //     CONNECTION_LOST.
 //   - A peer that closes its write side (a clean EOF between frames) has
@@ -85,9 +79,7 @@ type Handler interface {
 	// Handle runs one request and returns its value (nil for void) or an
 	// error; a *wire.Error chooses the code, anything else is INTERNAL_ERROR.
 	// ctx is cancelled when the peer cancels the request or the connection
-	// closes. Handle runs on its own goroutine. A handler that called
-	// [Request.Defer] answers through the function Defer returned, and what
-	// it returns is ignored.
+	// closes. Handle runs on its own goroutine.
 	Handle(ctx context.Context, req *Request) (any, error)
 	// Event receives an incoming event. It runs on the reader goroutine and
 	// must not block.
@@ -101,41 +93,6 @@ type Request struct {
 	Params json.RawMessage
 
 	onReply func()
-
-	c        *Conn
-	cancel   context.CancelFunc // ends the handler's ctx
-	deferred atomic.Bool        // set by Defer
-	answered atomic.Bool        // the reply is queued, or never will be (see Defer)
-}
-
-// Defer tells the connection that the reply to this request does not come
-// from Handle's return: it comes from answer, which may be called from any
-// goroutine, before or after Handle returns, with what Handle would have
-// returned. Until then the request stays in flight as if its handler still
-// ran: it counts against [Limits.MaxInFlight], a cancel envelope or the
-// connection closing cancels its ctx (whoever answers should then answer
-// CANCELLED, as a handler would), a half-closed peer's drain waits for it,
-// and Run does not return before it ends. answer replies once; a second
-// call, or a call after the connection closed, does nothing. A request
-// never answered ends when the connection closes, without a reply.
-//
-// Defer must be called from Handle (or [Preempter.Preempt]) before it
-// returns. answer must not block: it encodes and queues the reply, as
-// Handle's return would.
-func (r *Request) Defer() (answer func(value any, err error)) {
-	r.deferred.Store(true)
-	return r.answer
-}
-
-// answer is the function Defer returns. The request's place among the
-// connection's handlers, taken when it was accepted, is given back here
-// (or by close, or by handed), whichever ends the request first.
-func (r *Request) answer(value any, err error) {
-	if !r.answered.CompareAndSwap(false, true) {
-		return
-	}
-	defer r.c.handlers.Done()
-	r.c.reply(r, value, err)
 }
 
 // OnReply registers f to run as the reply to this request is queued, with
@@ -144,18 +101,6 @@ func (r *Request) answer(value any, err error) {
 // the reply. f must not send on the connection itself. Handlers call it
 // before returning.
 func (r *Request) OnReply(f func()) { r.onReply = f }
-
-// Preempter is a Handler that serves some requests on the reader goroutine,
-// where a request whose answer comes from elsewhere (see [Conn.Go]) is
-// sent on without waking a handler goroutine to do it.
-type Preempter interface {
-	// Preempt is called on the reader goroutine for each accepted request,
-	// before it would go to Handle, and must not block. It returns false to
-	// leave the request to Handle, or true when it has taken the request:
-	// it called [Request.Defer], and answers, now or later, through the
-	// function Defer returned. ctx is Handle's.
-	Preempt(ctx context.Context, req *Request) bool
-}
 
 // Errors reported by the connection.
 var (
@@ -201,13 +146,13 @@ type Conn struct {
 	tryWriteFn func(fd uintptr) bool
 
 	mu       sync.Mutex
-	buffered int                 // bytes queued in out, not yet written
-	queue    [][]byte            // bytes for the writer, in order
-	queued   int                 // entries of queue, and the one being written
-	flush    bool                // drain waits for the queue to empty
-	seen     map[string]struct{} // incoming transport IDs ever accepted
-	incoming map[string]*Request // requests in flight (running or deferred) by ID
-	pending  map[string]waiter   // outgoing calls by ID
+	buffered int                            // bytes queued in out, not yet written
+	queue    [][]byte                       // bytes for the writer, in order
+	queued   int                            // entries of queue, and the one being written
+	flush    bool                           // drain waits for the queue to empty
+	seen     map[string]struct{}            // incoming transport IDs ever accepted
+	incoming map[string]context.CancelFunc  // running handlers by ID
+	pending  map[string]chan *wire.Envelope // outgoing calls by ID
 	nextID   uint64
 	ordered  bool   // incoming IDs must increase (OrderIncoming)
 	highest  uint64 // the highest incoming ID accepted in ordered mode
@@ -221,27 +166,9 @@ type Conn struct {
 
 // job is one accepted request for a handler goroutine.
 type job struct {
-	ctx context.Context
-	req *Request
-}
-
-// waiter is an outgoing call waiting for its response: a caller blocked on
-// ch (CallWithin), or a callback (Go).
-type waiter struct {
-	ch chan *wire.Envelope
-	g  *goCall
-}
-
-// end delivers the call's response, or CONNECTION_LOST when resp is nil.
-func (w waiter) end(resp *wire.Envelope) {
-	switch {
-	case w.g != nil:
-		w.g.end(resp)
-	case resp != nil:
-		w.ch <- resp // buffered; the only send
-	default:
-		close(w.ch) // the caller sees CONNECTION_LOST
-	}
+	ctx    context.Context
+	cancel context.CancelFunc
+	req    *Request
 }
 
 // maxIdleHandlers is how many handler goroutines a connection keeps
@@ -271,8 +198,8 @@ func New(rw io.ReadWriteCloser, h Handler, limits Limits, log *slog.Logger) *Con
 		halfDone: make(chan struct{}),
 		done:     make(chan struct{}),
 		seen:     make(map[string]struct{}),
-		incoming: make(map[string]*Request),
-		pending:  make(map[string]waiter),
+		incoming: make(map[string]context.CancelFunc),
+		pending:  make(map[string]chan *wire.Envelope),
 		work:     make(chan job),
 	}
 	c.tryWriteFn = c.writeSome
@@ -299,10 +226,10 @@ func (c *Conn) Run() error {
 func (c *Conn) drain() {
 	c.mu.Lock()
 	pending := c.pending
-	c.pending = make(map[string]waiter)
+	c.pending = make(map[string]chan *wire.Envelope)
 	c.mu.Unlock()
-	for _, w := range pending {
-		w.end(nil)
+	for _, ch := range pending {
+		close(ch)
 	}
 	close(c.halfDone)
 	finished := make(chan struct{})
@@ -358,40 +285,16 @@ func (c *Conn) close(reason error) {
 	}
 	c.closeErr = reason
 	close(c.closed)
-	var unanswered []*Request
-	for _, req := range c.incoming {
-		req.cancel()
-		if req.deferred.Load() {
-			unanswered = append(unanswered, req)
-		}
+	for _, cancel := range c.incoming {
+		cancel()
 	}
 	pending := c.pending
-	c.pending = make(map[string]waiter)
+	c.pending = make(map[string]chan *wire.Envelope)
 	c.mu.Unlock()
 
 	c.rw.Close()
-	for _, req := range unanswered {
-		if req.answered.CompareAndSwap(false, true) {
-			c.handlers.Done() // a reply could not be written now
-		}
-	}
-	var lost []waiter // Go calls
-	for _, w := range pending {
-		if w.g != nil {
-			lost = append(lost, w)
-		} else {
-			w.end(nil)
-		}
-	}
-	if lost != nil {
-		// Their done functions run on a goroutine of their own: close may be
-		// called by a send that holds c.order, which a done that sends on
-		// this connection would wait for.
-		go func() {
-			for _, w := range lost {
-				w.end(nil)
-			}
-		}()
+	for _, ch := range pending {
+		close(ch) // the caller sees CONNECTION_LOST
 	}
 }
 
@@ -420,19 +323,19 @@ func (c *Conn) dispatch(env *wire.Envelope) error {
 		return c.accept(env)
 	case wire.TypeResponse:
 		c.mu.Lock()
-		w, ok := c.pending[env.ID]
+		ch, ok := c.pending[env.ID]
 		delete(c.pending, env.ID)
 		c.mu.Unlock()
 		if ok {
-			w.end(env)
+			ch <- env // buffered; the only send
 		}
 		return nil // a late reply with no pending caller is ignored
 	case wire.TypeCancel:
 		c.mu.Lock()
-		req, ok := c.incoming[env.ID]
+		cancel, ok := c.incoming[env.ID]
 		c.mu.Unlock()
 		if ok {
-			req.cancel()
+			cancel()
 		}
 		return nil
 	case wire.TypeEvent:
@@ -468,19 +371,11 @@ func (c *Conn) accept(env *wire.Envelope) error {
 		return c.sendReply(wire.Failure(env.ID, wire.CodeQueueFull), nil)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	req := &Request{ID: env.ID, Method: env.Method, Params: env.Params, c: c, cancel: cancel}
-	c.incoming[env.ID] = req
+	c.incoming[env.ID] = cancel
 	c.handlers.Add(1)
 	c.mu.Unlock()
 
-	if p, ok := c.handler.(Preempter); ok && p.Preempt(ctx, req) {
-		if !req.deferred.Load() {
-			panic("rpc: Preempt took a request without deferring it")
-		}
-		c.handed(req)
-		return nil
-	}
-	j := job{ctx, req}
+	j := job{ctx, cancel, &Request{ID: env.ID, Method: env.Method, Params: env.Params}}
 	select {
 	case c.work <- j: // an idle handler goroutine takes it
 	default:
@@ -493,7 +388,7 @@ func (c *Conn) accept(env *wire.Envelope) error {
 // maxIdleHandlers others wait, until the connection closes.
 func (c *Conn) handle(j job) {
 	for {
-		c.serve(j.ctx, j.req)
+		c.serve(j.ctx, j.cancel, j.req)
 		if c.idle.Add(1) > maxIdleHandlers {
 			c.idle.Add(-1)
 			return
@@ -508,32 +403,9 @@ func (c *Conn) handle(j job) {
 	}
 }
 
-func (c *Conn) serve(ctx context.Context, req *Request) {
+func (c *Conn) serve(ctx context.Context, cancel context.CancelFunc, req *Request) {
+	defer c.handlers.Done()
 	value, err := c.handler.Handle(ctx, req)
-	if req.deferred.Load() {
-		c.handed(req) // answered through Defer's function
-		return
-	}
-	c.reply(req, value, err)
-	c.handlers.Done()
-}
-
-// handed is called once a deferred request's handler (or Preempt) has
-// returned: its place among the handlers is now the answer's to give
-// back. If the connection closed before the request was deferred, close
-// did not see it deferred, so it is ended here.
-func (c *Conn) handed(req *Request) {
-	select {
-	case <-c.closed:
-		if req.answered.CompareAndSwap(false, true) {
-			c.handlers.Done()
-		}
-	default:
-	}
-}
-
-// reply answers req with what its handler returned, and ends it.
-func (c *Conn) reply(req *Request, value any, err error) {
 	if err != nil && CodeOf(err) == wire.CodeInternalError {
 		if _, typed := errors.AsType[*wire.Error](err); !typed {
 			// An error no handler turned into a code: say what it was here,
@@ -548,7 +420,7 @@ func (c *Conn) reply(req *Request, value any, err error) {
 	c.mu.Lock()
 	delete(c.incoming, req.ID)
 	c.mu.Unlock()
-	req.cancel()
+	cancel()
 	if err := c.queueReply(frame, ferr, req.ID, req.onReply); err != nil {
 		c.close(err)
 	}
@@ -822,11 +694,59 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMes
 // a timer kept from one call to the next, where a context of that deadline
 // costs several allocations and a place among its parent's children.
 func (c *Conn) CallWithin(ctx context.Context, d time.Duration, method string, params any) (json.RawMessage, error) {
+	data := json.RawMessage("{}")
+	if params != nil {
+		var err error
+		if data, err = json.Marshal(params); err != nil {
+			return nil, err
+		}
+	}
 	ch := make(chan *wire.Envelope, 1)
-	id, err := c.send(ctx, 0, method, params, waiter{ch: ch})
+	// IDs are 1, 2, 3, … and go out in that order (the ID is taken and the
+	// request queued under c.order), as a peer in ordered mode requires.
+	c.order.Lock()
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		c.mu.Unlock()
+		c.order.Unlock()
+		return nil, wire.Err(wire.CodeConnectionLost)
+	default:
+	}
+	if len(c.pending) >= c.limits.MaxInFlight {
+		c.mu.Unlock()
+		c.order.Unlock()
+		return nil, wire.Err(wire.CodeQueueFull)
+	}
+	c.nextID++
+	id := strconv.FormatUint(c.nextID, 10)
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	forget := func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}
+	req, err := encodeFrame(wire.Request(id, method, data))
 	if err != nil {
+		c.order.Unlock()
+		forget()
+		if _, ok := errors.AsType[*frames.TooLargeError](err); ok {
+			return nil, wire.Err(wire.CodeQueueFull) // as a full queue: it cannot be sent now
+		}
 		return nil, err
 	}
+	err = c.push(req)
+	c.order.Unlock()
+	if err != nil {
+		forget()
+		if errors.Is(err, ErrClosed) {
+			return nil, wire.Err(wire.CodeConnectionLost)
+		}
+		return nil, wire.Err(wire.CodeQueueFull)
+	}
+
 	var expired <-chan time.Time // nil: never
 	if d > 0 {
 		t := timers.Get().(*time.Timer)
@@ -847,104 +767,12 @@ func (c *Conn) CallWithin(ctx context.Context, d time.Duration, method string, p
 		}
 		return resp.Value, nil
 	case <-ctx.Done():
-		c.abandon(id)
+		c.abandon(id, forget)
 		return nil, ctx.Err()
 	case <-expired:
-		c.abandon(id)
+		c.abandon(id, forget)
 		return nil, context.DeadlineExceeded
 	}
-}
-
-// Go sends a request like CallWithin and returns at once; done receives
-// what CallWithin would have returned: the success value, or a *wire.Error
-// carrying the response's code (CONNECTION_LOST when the connection ends
-// first), or, with a cancel sent, context.DeadlineExceeded once d > 0 has
-// passed or ctx.Err() once ctx ends.
-//
-// done runs once, on the goroutine that ends the call: for a response, the
-// connection's reader goroutine, so that a request waiting on this answer
-// can be answered there (see [Request.Defer]) without waking a goroutine
-// blocked in a call; otherwise a timer's, ctx's (context.AfterFunc) or the
-// one closing the connection. done must not block: the connection reads
-// nothing else until it returns.
-//
-// An error from Go itself (QUEUE_FULL, CONNECTION_LOST, params that do not
-// encode) means the request was not sent, and done will not run.
-func (c *Conn) Go(ctx context.Context, d time.Duration, method string, params any, done func(json.RawMessage, error)) error {
-	_, err := c.send(ctx, d, method, params, waiter{g: &goCall{c: c, done: done}})
-	return err
-}
-
-// send takes the next ID, registers w as the call waiting for its
-// response, and queues the request. For a Go call it also arms d and ctx,
-// and returns nil if the call already ended through done.
-func (c *Conn) send(ctx context.Context, d time.Duration, method string, params any, w waiter) (string, error) {
-	data := json.RawMessage("{}")
-	if params != nil {
-		var err error
-		if data, err = json.Marshal(params); err != nil {
-			return "", err
-		}
-	}
-	// IDs are 1, 2, 3, … and go out in that order (the ID is taken and the
-	// request queued under c.order), as a peer in ordered mode requires.
-	c.order.Lock()
-	c.mu.Lock()
-	select {
-	case <-c.closed:
-		c.mu.Unlock()
-		c.order.Unlock()
-		return "", wire.Err(wire.CodeConnectionLost)
-	default:
-	}
-	if len(c.pending) >= c.limits.MaxInFlight {
-		c.mu.Unlock()
-		c.order.Unlock()
-		return "", wire.Err(wire.CodeQueueFull)
-	}
-	c.nextID++
-	id := strconv.FormatUint(c.nextID, 10)
-	if w.g != nil {
-		// Armed before it is published: its timer and ctx end it through
-		// c.pending, which they wait for c.mu to look in.
-		w.g.arm(ctx, d, id)
-	}
-	c.pending[id] = w
-	c.mu.Unlock()
-
-	req, err := encodeFrame(wire.Request(id, method, data))
-	if err == nil {
-		err = c.push(req)
-		if err != nil && !errors.Is(err, ErrClosed) {
-			err = wire.Err(wire.CodeQueueFull)
-		}
-	} else if _, ok := errors.AsType[*frames.TooLargeError](err); ok {
-		err = wire.Err(wire.CodeQueueFull) // as a full queue: it cannot be sent now
-	}
-	c.order.Unlock()
-	if err != nil {
-		if _, ok := c.forget(id); !ok && w.g != nil {
-			return id, nil // already ended, through done: the connection closed
-		}
-		if w.g != nil {
-			w.g.disarm()
-		}
-		if errors.Is(err, ErrClosed) {
-			err = wire.Err(wire.CodeConnectionLost)
-		}
-		return "", err
-	}
-	return id, nil
-}
-
-// forget removes the call id from the pending calls, reporting whether it
-// was still there: whoever removes it ends the call.
-func (c *Conn) forget(id string) (waiter, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, ok := c.pending[id]
-	delete(c.pending, id)
-	return w, ok
 }
 
 // timers are CallWithin's timers, stopped, kept for the next call.
@@ -956,66 +784,9 @@ var timers = sync.Pool{New: func() any {
 
 // abandon gives up on the call id: its reply will be ignored, and the peer
 // is asked to cancel it.
-func (c *Conn) abandon(id string) {
-	c.forget(id)
+func (c *Conn) abandon(id string, forget func()) {
+	forget()
 	if cancel, err := encodeFrame(wire.Cancel(id)); err == nil {
 		_ = c.enqueue(cancel) // best effort: the peer may already be gone
 	}
-}
-
-// goCall is a call made with Go.
-type goCall struct {
-	c    *Conn
-	id   string
-	done func(json.RawMessage, error)
-	// Set by arm before the call is published, read by whoever ends it.
-	timer *time.Timer // ends the call past its d; nil without one
-	stop  func() bool // stops watching ctx; nil for a ctx that never ends
-}
-
-// arm starts the call's clock and its watch of ctx; c.mu is held.
-func (g *goCall) arm(ctx context.Context, d time.Duration, id string) {
-	g.id = id
-	if d > 0 {
-		g.timer = time.AfterFunc(d, g.expire)
-	}
-	if ctx.Done() != nil {
-		g.stop = context.AfterFunc(ctx, func() { g.giveUp(ctx.Err()) })
-	}
-}
-
-// disarm stops the call's clock and its watch of ctx.
-func (g *goCall) disarm() {
-	if g.timer != nil {
-		g.timer.Stop()
-	}
-	if g.stop != nil {
-		g.stop()
-	}
-}
-
-// end ends the call with its response, or CONNECTION_LOST when resp is nil.
-func (g *goCall) end(resp *wire.Envelope) {
-	g.disarm()
-	switch {
-	case resp == nil:
-		g.done(nil, wire.Err(wire.CodeConnectionLost))
-	case !resp.OK:
-		g.done(nil, wire.Err(resp.Code))
-	default:
-		g.done(resp.Value, nil)
-	}
-}
-
-func (g *goCall) expire() { g.giveUp(context.DeadlineExceeded) }
-
-// giveUp ends the call with err, unless it already ended, as CallWithin
-// gives up on a call.
-func (g *goCall) giveUp(err error) {
-	if _, ok := g.c.forget(g.id); !ok {
-		return // answered, or lost, first
-	}
-	g.c.abandon(g.id)
-	g.disarm()
-	g.done(nil, err)
 }

@@ -53,20 +53,6 @@ type Provider interface {
 	Notify(event string, value any) error
 }
 
-// AsyncProvider is a Provider whose calls can end in a callback instead of
-// a goroutine blocked until the answer comes: the broker's providers are,
-// so that a [Method.Start] answers its client where the provider's answer
-// is read. A service calls a Provider that is not one with CallWithin.
-type AsyncProvider interface {
-	Provider
-	// Go sends a request as CallWithin does and returns at once; done gets
-	// what CallWithin would have returned, once: for an answer, on the
-	// goroutine that read it, which reads nothing else until done returns,
-	// so done must not block. An error from Go means the request was not
-	// sent, and done will not run.
-	Go(ctx context.Context, d time.Duration, method string, params any, done func(json.RawMessage, error)) error
-}
-
 // Client is a connected, welcomed client.
 type Client interface {
 	// ConnID identifies the connection for the broker's life.
@@ -106,15 +92,6 @@ type Method struct {
 	// Handle serves the method. A *wire.Error chooses the response's code;
 	// any other error is answered INTERNAL_ERROR and logged with its cause.
 	Handle func(ctx context.Context, c Client, params json.RawMessage) (any, error)
-	// Start, in place of Handle, serves a method that waits on a provider
-	// without holding a goroutine while it waits: it sees to it that
-	// answer is called once, from any goroutine, with what Handle would
-	// have returned (typically from an [AsyncProvider.Go] call's done, so
-	// that nothing is woken to pass the provider's answer on). ctx ends
-	// when the client cancels the request or its connection closes. Start
-	// must not block: it may run on the goroutine that reads the client's
-	// connection. Nor may answer. Only a ReadOnly method may have one.
-	Start func(ctx context.Context, c Client, params json.RawMessage, answer func(value any, err error))
 	// ReadOnly methods only read: a client that closed its write side still
 	// gets their answers, while any other method is refused.
 	ReadOnly bool

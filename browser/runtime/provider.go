@@ -13,7 +13,6 @@ import (
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/lease"
-	"github.com/dsh-browser/broker/service"
 )
 
 // errProvider is the category of a provider answer that breaks the
@@ -67,23 +66,6 @@ func callTabsList(ctx context.Context, prov Provider) ([]browser.TabSummary, err
 		return nil, providerErr(browser.ProviderTabsList, err)
 	}
 	return tabs, nil
-}
-
-// goTabsList is callTabsList whose outcome goes to done, on the goroutine
-// that reads the provider's answer (see service.AsyncProvider.Go).
-func goTabsList(ctx context.Context, prov service.AsyncProvider, done func([]browser.TabSummary, error)) {
-	err := prov.Go(ctx, ProviderTimeout, browser.ProviderTabsList, nil, func(raw json.RawMessage, err error) {
-		var tabs []browser.TabSummary
-		if err == nil {
-			if tabs, err = decodeTabs(raw); err != nil {
-				err = providerErr(browser.ProviderTabsList, err)
-			}
-		}
-		done(tabs, err)
-	})
-	if err != nil {
-		done(nil, err)
-	}
 }
 
 // grantParams is the params of lease.grant: the lease, and who asks (for

@@ -75,7 +75,7 @@ func (r *Runtime) Methods() map[string]service.Method {
 		browser.MethodReadPage:       {Handle: r.ReadPage, ReadOnly: true},
 		browser.MethodRelease:        {Handle: r.Release},
 		browser.MethodReleaseSession: {Handle: r.ReleaseSession},
-		browser.MethodTabs:           {Start: r.StartTabs, ReadOnly: true, Discovery: true},
+		browser.MethodTabs:           {Handle: r.Tabs, ReadOnly: true, Discovery: true},
 		browser.MethodValidateLease:  {Handle: r.ValidateLease, ReadOnly: true},
 	}
 	for name, m := range t {

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-browser/broker/browser"
-	"github.com/dsh-browser/broker/service"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -18,52 +17,15 @@ import (
 // only credential-free HTTP(S) tabs of that instance (and, in restricted
 // mode with --allow-origin, only allowlisted origins).
 func (r *Runtime) Tabs(ctx context.Context, _ Client, params json.RawMessage) (any, error) {
-	in, err := r.tabsParams(params)
+	in, err := decodeTabsParams(params)
 	if err != nil {
 		return nil, err
 	}
+	if !bounded(in.SessionID, 1, 256) || !bounded(in.InstanceID, 1, 256) {
+		return nil, invalid()
+	}
 	tabs, err := r.listTabs(ctx, in.InstanceID)
 	return tabList(tabs), err
-}
-
-// StartTabs is Tabs that answers from the goroutine that reads the
-// provider's tab list (service.Method.Start): nothing waits for the list,
-// so nothing has to be woken to pass it on. A provider that cannot call
-// that way (service.AsyncProvider) is called from a goroutine of its own.
-func (r *Runtime) StartTabs(ctx context.Context, _ Client, params json.RawMessage, answer func(any, error)) {
-	in, err := r.tabsParams(params)
-	var prov Provider
-	if err == nil {
-		prov, err = r.provider(in.InstanceID)
-	}
-	if err != nil {
-		answer(nil, err)
-		return
-	}
-	keep := func(tabs []browser.TabSummary, err error) {
-		if err != nil {
-			answer(nil, err)
-			return
-		}
-		answer(r.keepTabs(tabs, in.InstanceID), nil)
-	}
-	if async, ok := prov.(service.AsyncProvider); ok {
-		goTabsList(ctx, async, keep)
-	} else {
-		go func() { keep(callTabsList(ctx, prov)) }() // Start must not block
-	}
-}
-
-// tabsParams decodes and checks browser.tabs's params.
-func (r *Runtime) tabsParams(params json.RawMessage) (browser.TabsParams, error) {
-	in, err := decodeTabsParams(params)
-	if err != nil {
-		return in, err
-	}
-	if !bounded(in.SessionID, 1, 256) || !bounded(in.InstanceID, 1, 256) {
-		return in, invalid()
-	}
-	return in, nil
 }
 
 // errNotPlain stops decodeTabsParams's quick pass at what it leaves to
@@ -112,13 +74,7 @@ func (r *Runtime) listTabs(ctx context.Context, instanceID string) ([]browser.Ta
 	if err != nil {
 		return nil, err
 	}
-	return r.keepTabs(listed, instanceID), nil
-}
-
-// keepTabs filters a provider's list in place (the list is the call's own)
-// to the tabs a client may see.
-func (r *Runtime) keepTabs(listed []browser.TabSummary, instanceID string) tabList {
-	out := listed[:0]
+	out := listed[:0] // filtered in place: the list is this call's own
 	for _, tab := range listed {
 		if tab.InstanceID != instanceID || !bounded(tab.ID, 1, 256) {
 			continue
@@ -128,7 +84,7 @@ func (r *Runtime) keepTabs(listed []browser.TabSummary, instanceID string) tabLi
 		}
 		out = append(out, tab)
 	}
-	return out
+	return out, nil
 }
 
 // errNotAString is a tab list member that should be a string and is not.

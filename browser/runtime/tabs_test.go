@@ -1,19 +1,13 @@
 package runtime
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dsh-browser/broker/browser"
-	"github.com/dsh-browser/broker/rpc"
-	"github.com/dsh-browser/broker/wire"
 )
 
 // FuzzDecodeTabs holds decodeTabs to json.Unmarshal into
@@ -172,92 +166,4 @@ func BenchmarkDecodeTabs(b *testing.B) {
 			b.Fatal(got, err)
 		}
 	}
-}
-
-// asyncProvider is the fake provider as a service.AsyncProvider: its Go
-// hands CallWithin's outcome to done from another goroutine, as an
-// rpc.Conn hands done the answer it reads.
-type asyncProvider struct{ *fakeProvider }
-
-func (p asyncProvider) Go(ctx context.Context, d time.Duration, method string, params any, done func(json.RawMessage, error)) error {
-	go func() { done(p.CallWithin(ctx, d, method, params)) }()
-	return nil
-}
-
-// started is StartTabs as a method that waits for its answer; answering
-// twice fails the test.
-func started(t *testing.T, r *Runtime) method {
-	return func(ctx context.Context, c Client, params json.RawMessage) (any, error) {
-		type outcome struct {
-			v   any
-			err error
-		}
-		out := make(chan outcome, 2)
-		r.StartTabs(ctx, c, params, func(v any, err error) { out <- outcome{v, err} })
-		o := <-out
-		select {
-		case <-out:
-			t.Error("StartTabs answered twice")
-		case <-time.After(10 * time.Millisecond):
-		}
-		return o.v, o.err
-	}
-}
-
-// TestStartTabsAnswersAsTabs: started, browser.tabs answers what Tabs
-// returns, whether the provider can answer on its reader (an
-// AsyncProvider) or only to a blocked call: the same list, filtered the
-// same way, and the same errors.
-func TestStartTabsAnswersAsTabs(t *testing.T) {
-	listed := []browser.TabSummary{
-		{ID: "inst:1", InstanceID: "inst", URL: "https://app.test/form", Title: "Form"},
-		{ID: "inst:2", InstanceID: "inst", URL: "chrome://settings", Title: "Settings"},
-		{ID: "other:3", InstanceID: "other", URL: "https://app.test/", Title: "Another instance's"},
-		{ID: "inst:4", InstanceID: "inst", URL: "https://other.test/", Title: "Other origin"},
-	}
-	for _, async := range []bool{false, true} {
-		t.Run(fmt.Sprintf("async=%v", async), func(t *testing.T) {
-			f := newFixture(t, Config{})
-			if async {
-				f.h.remove(f.p)
-				f.h.add(asyncProvider{f.p})
-			}
-			allow := New(Config{AllowOrigins: []string{"https://app.test"}}, f.h)
-			params := map[string]any{"sessionId": "s", "instanceId": "inst"}
-			for _, tc := range []struct {
-				name   string
-				script func()
-				r      *Runtime
-				params any
-			}{
-				{"a list", func() { f.p.on(browser.ProviderTabsList, func(any) (any, error) { return listed, nil }) }, f.r, params},
-				{"an allowlist", nil, allow, params},
-				{"no tabs", func() { f.p.answerRaw(browser.ProviderTabsList, `[]`) }, f.r, params},
-				{"null", func() { f.p.answerRaw(browser.ProviderTabsList, `null`) }, f.r, params},
-				{"a provider error", func() { f.p.fail(browser.ProviderTabsList, wire.CodeDeadlineExceeded) }, f.r, params},
-				{"a malformed list", func() { f.p.answerRaw(browser.ProviderTabsList, `{"tabs":[]}`) }, f.r, params},
-				{"an unknown instance", nil, f.r, map[string]any{"sessionId": "s", "instanceId": "gone"}},
-				{"an empty session", nil, f.r, map[string]any{"sessionId": "", "instanceId": "inst"}},
-				{"not params", nil, f.r, []int{1}},
-			} {
-				if tc.script != nil {
-					tc.script()
-				}
-				want, wantErr := invoke[json.RawMessage](t, tc.r.Tabs, f.c, tc.params)
-				got, err := invoke[json.RawMessage](t, started(t, tc.r), f.c, tc.params)
-				if string(got) != string(want) || !sameError(err, wantErr) {
-					t.Errorf("%s: started %s, %v; Tabs %s, %v", tc.name, got, err, want, wantErr)
-				}
-			}
-		})
-	}
-}
-
-// sameError reports whether two errors are the same to the client: the
-// same code, or both a broken provider contract.
-func sameError(a, b error) bool {
-	if (a == nil) != (b == nil) {
-		return false
-	}
-	return a == nil || rpc.CodeOf(a) == rpc.CodeOf(b) && errors.Is(a, errProvider) == errors.Is(b, errProvider)
 }
