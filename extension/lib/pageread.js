@@ -26,7 +26,7 @@ import { pageReader, removeTags } from './pagereader.js';
 
 // WORLD names the isolated world the reader runs in: Chromium keeps one
 // world of a name per document, so every read of a document shares it.
-export const WORLD = 'dsh-reader';
+const WORLD = 'dsh-reader';
 
 // PAGE_READ tunes the read. on: whole documents are read in the page
 // (tests and benchmarks of the AX read turn it off). listened: at most so
@@ -64,7 +64,7 @@ export class Unreadable extends Error {}
 // frame tree, before the tab is known to be the lease's, and the read
 // itself starts with the reader. release drops the document's object when
 // no read follows.
-export function prepare(send, frameId) {
+function prepare(send, frameId) {
   // The reader is defined as soon as the world is known, so before any
   // call of it.
   const context = send('Page.createIsolatedWorld', { frameId, worldName: WORLD }).then(({ executionContextId }) => {
