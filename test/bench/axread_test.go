@@ -149,6 +149,7 @@ const axBenchManifest = `{
 // before/, when it has one) and times reads with it.
 const axBenchWorker = `import * as current from './lib/ax.js';
 import { pageReader, removeTags } from './lib/pagereader.js';
+import * as pageread from './lib/pageread.js';
 IMPORT_BEFORE
 
 globalThis.ax = current;
@@ -262,23 +263,43 @@ async function readInPage(tabId, timed = false) {
     send('Runtime.releaseObjectGroup', { objectGroup: PAGE_WORLD }).catch(() => {});
   }
 }
+// readProduct reads the tab in the page as the product does: with its
+// driver (lib/pageread.js), its world kept per tab and document, and the
+// page's listeners passed to the reader only where they could change the
+// answer; frameOwners as extension.js takes it (at least the frame
+// tree's child frames).
+const productGates = new Map(); // tab ID -> the driver's state of the tab
+async function readProduct(tabId) {
+  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
+  const { frameTree } = await send('Page.getFrameTree');
+  if (!productGates.has(tabId)) productGates.set(tabId, {});
+  const gate = productGates.get(tabId);
+  gate.mainFrameId = frameTree.frame.id;
+  gate.epoch = frameTree.frame.id + ':' + frameTree.frame.loaderId;
+  const answer = await pageread.read(send, gate, { documentEpoch: gate.epoch, url: 'http://bench/', title: 'bench' });
+  answer.frameOwners = Math.max(answer.frameOwners ?? 0, frameTree.childFrames?.length ?? 0);
+  return answer;
+}
 // compareRead answers the tab's ax.read (as the product reads it) and
-// its in-page read.
-globalThis.compareRead = async (tabId) => {
+// its in-page read: by the product's driver, or with driver 'bench' by
+// readInPage (the bench's, whose tags stay until the next read).
+globalThis.compareRead = async (tabId, driver = 'product') => {
   const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
   const page = { documentEpoch: 'F:L', url: 'http://bench/', title: 'bench' };
   const { frameTree } = await send('Page.getFrameTree');
   const ax = await current.read(send, page, undefined, undefined, frameTree.frame.id, { shown: true });
-  const { answer } = await readInPage(tabId);
+  const answer = driver === 'bench' ? (await readInPage(tabId)).answer : await readProduct(tabId);
   return { ax, page: answer };
 };
 // tagCount counts the listeners that tag elements for the driver.
-globalThis.tagCount = async (tabId) => {
+// With product, it counts the product's driver's tags instead.
+globalThis.tagCount = async (tabId, product = false) => {
   const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
   const { result: { objectId } } = await send('Runtime.evaluate', { expression: 'document' });
   const { listeners } = await send('DOMDebugger.getEventListeners', { objectId, depth: -1, pierce: true });
   await send('Runtime.releaseObject', { objectId });
-  return (listeners ?? []).filter((l) => l.type.startsWith(PAGE_TAG)).length;
+  const ours = product ? (type) => /^dsh[0-9a-f]{8}-/.test(type) : (type) => type.startsWith(PAGE_TAG);
+  return (listeners ?? []).filter((l) => ours(l.type)).length;
 };
 // untag runs removeTags in the reader's world, as the driver may.
 globalThis.untag = async (tabId) => {
