@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/browser/runtime"
 	"github.com/dsh-browser/broker/frames"
 	"github.com/dsh-browser/broker/internal/paths"
 	"github.com/dsh-browser/broker/rpc"
@@ -184,6 +185,41 @@ func TestTabsCancelledWhileTheProviderWorks(t *testing.T) {
 	}
 	if env := c.read(); env.ID != "1" || env.Code != wire.CodeCancelled {
 		t.Fatalf("got %+v, want CANCELLED", env)
+	}
+}
+
+// TestTabsGiveUpOnASilentProvider: a provider that never answers its
+// tabs.list is given runtime.ProviderTimeout (10 s): no answer comes
+// before it, DEADLINE_EXCEEDED comes at it, and the provider is asked to
+// cancel. It waits the 10 s out.
+func TestTabsGiveUpOnASilentProvider(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the provider timeout")
+	}
+	dir, _ := start(t)
+	p := dialHeldProvider(t, dir)
+	c := dialRawClient(t, dir)
+	began := time.Now()
+	c.tabs("1")
+	id := wait(t, p.asked, "tabs.list")
+	c.c.SetReadDeadline(began.Add(runtime.ProviderTimeout - 300*time.Millisecond))
+	if data, err := c.fr.Read(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("answered %.1f s after the call, before the provider timeout: %s, %v", time.Since(began).Seconds(), data, err)
+	}
+	c.c.SetReadDeadline(began.Add(runtime.ProviderTimeout + 2*time.Second))
+	data, err := c.fr.Read()
+	if err != nil {
+		t.Fatalf("no answer by %v after the call: %v", runtime.ProviderTimeout+2*time.Second, err)
+	}
+	env, err := wire.ParseEnvelope(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.ID != "1" || env.Code != wire.CodeDeadlineExceeded {
+		t.Fatalf("got %+v, want DEADLINE_EXCEEDED", env)
+	}
+	if got := wait(t, p.cancelled, "cancel at the provider"); got != id {
+		t.Fatalf("cancelled %s, want %s", got, id)
 	}
 }
 
