@@ -311,7 +311,7 @@ func (s *Server) Event(ev agentapi.Event) {
 	}
 	switch ev.Kind {
 	case agentapi.EventState:
-		s.setStateLocked(ev.Session, v, ev.State)
+		s.setStateLocked(ev.Session, v, ev.State)()
 	case agentapi.EventAgent:
 		if c := s.conns[ev.Conn]; c != nil {
 			c.eventRaw(ev.Name, ev.Params, &boundary{session: ev.Session, gen: ev.Generation})
@@ -320,15 +320,21 @@ func (s *Server) Event(ev agentapi.Event) {
 		// The state that lists an admitted connection comes with the
 		// answer and is applied first: a request released by the answer
 		// finds its session.
+		// Its tools_changed goes out once the connection is admitted: an
+		// agent that asks at once must not be answered admission_pending.
+		tell := func() {}
 		if ev.State != nil {
-			s.setStateLocked(ev.Session, v, ev.State)
+			tell = s.setStateLocked(ev.Session, v, ev.State)
 		}
 		if c := s.conns[ev.Conn]; c != nil && c.admit(ev.Allowed) {
 			if !ev.Allowed {
 				s.refuse("the owner denied the connection", "conn", c.id)
 			}
+			tell()
 			c.event(agentapi.EventToolsChanged, map[string]any{}, nil)
 			s.signalPeers()
+		} else {
+			tell()
 		}
 	case agentapi.EventAttended:
 		s.attended = ev.Session
@@ -349,23 +355,29 @@ func (s *Server) Event(ev agentapi.Event) {
 	}
 }
 
-// setStateLocked records a session's new state and tells each connection
-// whose participation changed.
-func (s *Server) setStateLocked(id string, v *view, st *agentapi.State) {
+// setStateLocked records a session's new state; tell tells each
+// connection whose participation changed.
+func (s *Server) setStateLocked(id string, v *view, st *agentapi.State) (tell func()) {
 	old := v.state
 	v.state = st
+	var told []func()
 	for _, c := range s.conns {
 		was, is := old.Participates(c.id), st.Participates(c.id)
 		switch {
 		case was && !is:
-			c.event(agentapi.EventToolsChanged, map[string]any{}, nil)
+			told = append(told, func() { c.event(agentapi.EventToolsChanged, map[string]any{}, nil) })
 		case !was && is:
 			c.mu.Lock()
 			if c.bound == "" {
 				c.bound = id
 			}
 			c.mu.Unlock()
-			c.event(agentapi.EventToolsChanged, map[string]any{"session": id}, nil)
+			told = append(told, func() { c.event(agentapi.EventToolsChanged, map[string]any{"session": id}, nil) })
+		}
+	}
+	return func() {
+		for _, f := range told {
+			f()
 		}
 	}
 }
