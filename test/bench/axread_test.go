@@ -148,7 +148,7 @@ const axBenchManifest = `{
 // axBenchWorker exposes the product's ax.js (and another tree's, under
 // before/, when it has one) and times reads with it.
 const axBenchWorker = `import * as current from './lib/ax.js';
-import { pageReader, removeTags } from './lib/pagereader.js';
+import { pageReader } from './lib/pagereader.js';
 import * as pageread from './lib/pageread.js';
 IMPORT_BEFORE
 
@@ -281,33 +281,22 @@ async function readProduct(tabId) {
   return answer;
 }
 // compareRead answers the tab's ax.read (as the product reads it) and
-// its in-page read: by the product's driver, or with driver 'bench' by
-// readInPage (the bench's, whose tags stay until the next read).
-globalThis.compareRead = async (tabId, driver = 'product') => {
+// its in-page read by the product's driver.
+globalThis.compareRead = async (tabId) => {
   const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
   const page = { documentEpoch: 'F:L', url: 'http://bench/', title: 'bench' };
   const { frameTree } = await send('Page.getFrameTree');
   const ax = await current.read(send, page, undefined, undefined, frameTree.frame.id, { shown: true });
-  const answer = driver === 'bench' ? (await readInPage(tabId)).answer : await readProduct(tabId);
-  return { ax, page: answer };
+  return { ax, page: await readProduct(tabId) };
 };
-// tagCount counts the listeners that tag elements for the driver.
-// With product, it counts the product's driver's tags instead.
-globalThis.tagCount = async (tabId, product = false) => {
+// tagCount counts the listeners that tag elements for the product's
+// driver (a type of dsh, 8 hex digits and a dash: pageread.js options).
+globalThis.tagCount = async (tabId) => {
   const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
   const { result: { objectId } } = await send('Runtime.evaluate', { expression: 'document' });
   const { listeners } = await send('DOMDebugger.getEventListeners', { objectId, depth: -1, pierce: true });
   await send('Runtime.releaseObject', { objectId });
-  const ours = product ? (type) => /^dsh[0-9a-f]{8}-/.test(type) : (type) => type.startsWith(PAGE_TAG);
-  return (listeners ?? []).filter((l) => ours(l.type)).length;
-};
-// untag runs removeTags in the reader's world, as the driver may.
-globalThis.untag = async (tabId) => {
-  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
-  const { frameTree } = await send('Page.getFrameTree');
-  const { executionContextId } = await send('Page.createIsolatedWorld', { frameId: frameTree.frame.id, worldName: PAGE_WORLD });
-  await send('Runtime.callFunctionOn', { functionDeclaration: String(removeTags), executionContextId });
-  return true;
+  return (listeners ?? []).filter((l) => /^dsh[0-9a-f]{8}-/.test(l.type)).length;
 };
 // pageTimes reads the tab n times in the page and reports the medians.
 globalThis.pageTimes = async (tabId, n) => {
