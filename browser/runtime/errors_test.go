@@ -363,6 +363,7 @@ func TestBrokenContract(t *testing.T) {
 		{"ax.read malformed", browser.ProviderAXRead, `{"documentEpoch":"F:L1","nodes":{}}`, observeCall(nil)},
 		{"ax.read without a document", browser.ProviderAXRead, `{"url":"https://app.test/","nodes":[]}`, observeCall(nil)},
 		{"ax.read not JSON", browser.ProviderAXRead, `{"documentEpoch":`, observeCall(nil)},
+		{"ax.find malformed", browser.ProviderAXFind, `{"documentEpoch":"F:L1","nodes":[{"backendNodeId":"4"}]}`, observeCall(map[string]any{"name": "Greet"})},
 		{"ax.find without a document", browser.ProviderAXFind, `{"url":"https://app.test/","nodes":[]}`, observeCall(map[string]any{"name": "Greet"})},
 		{"ax.page without a document", browser.ProviderAXPage, `{"url":"https://app.test/","nodes":[]}`, func(f *fixture, id string) error {
 			_, err := readWindow(f.t, f, id, nil)

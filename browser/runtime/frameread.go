@@ -33,7 +33,7 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 	if q != nil {
 		obs.Scope = browser.Scope{Kind: "query", Query: q, FrameID: sel.FrameID}
 	}
-	project(obs, p.inFrame(read.DocumentEpoch), read.Nodes, q != nil)
+	read.show(obs, p.inFrame(read.DocumentEpoch))
 	return obs, nil
 }
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,8 +9,6 @@ import (
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
-
-	"github.com/dsh-browser/broker/lease"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -87,11 +86,10 @@ func TestObservationBudgets(t *testing.T) {
 	for i := range browser.MaxTextFragment + 1 {
 		nodes = append(nodes, axNode{Role: "StaticText", Name: fmt.Sprint("t", i)})
 	}
-	obs := &browser.Observation{}
-	project(obs, newPage(&lease.Lease{}, "E"), nodes, false)
+	obs := project(nodes, false)
 	controls, regions := 0, 0
-	for _, n := range obs.Nodes {
-		if n.Kind == "region" {
+	for _, e := range obs.Elements {
+		if e.Ref.Kind == "region" {
 			regions++
 		} else {
 			controls++
@@ -103,21 +101,19 @@ func TestObservationBudgets(t *testing.T) {
 	}
 
 	// At the limits exactly, nothing is cut.
-	obs = &browser.Observation{}
-	project(obs, newPage(&lease.Lease{}, "E"), append(append(nodes[:browser.MaxControls:browser.MaxControls],
+	obs = project(append(append(nodes[:browser.MaxControls:browser.MaxControls],
 		nodes[browser.MaxControls+1:browser.MaxControls+1+browser.MaxRegions]...), nodes[browser.MaxControls+browser.MaxRegions+2:len(nodes)-1]...), false)
-	if obs.Truncated || len(obs.Nodes) != browser.MaxControls+browser.MaxRegions || len(obs.Text) != browser.MaxTextFragment {
-		t.Fatalf("at the limits: %d nodes, %d texts, truncated %v", len(obs.Nodes), len(obs.Text), obs.Truncated)
+	if obs.Truncated || len(obs.Elements) != browser.MaxControls+browser.MaxRegions || len(obs.Text) != browser.MaxTextFragment {
+		t.Fatalf("at the limits: %d elements, %d texts, truncated %v", len(obs.Elements), len(obs.Text), obs.Truncated)
 	}
 
 	// A name over 1,000 units is dropped, not cut.
-	obs = &browser.Observation{}
-	project(obs, newPage(&lease.Lease{}, "E"), []axNode{
+	obs = project([]axNode{
 		{BackendNodeID: 1, Role: "button", Name: strings.Repeat("n", browser.MaxNameLength)},
 		{BackendNodeID: 2, Role: "button", Name: strings.Repeat("n", browser.MaxNameLength+1)},
 	}, false)
-	if len(obs.Nodes) != 1 || !obs.Truncated {
-		t.Fatalf("names at and past 1,000: kept %d, truncated %v", len(obs.Nodes), obs.Truncated)
+	if len(obs.Elements) != 1 || !obs.Truncated {
+		t.Fatalf("names at and past 1,000: kept %d, truncated %v", len(obs.Elements), obs.Truncated)
 	}
 }
 
@@ -138,4 +134,41 @@ func TestFrameHandleLimit(t *testing.T) {
 	if p.frameHandle("") == p.frameHandle("") {
 		t.Fatal("a frame without a provider ID must get a fresh ID each time")
 	}
+}
+
+// FuzzProject feeds arbitrary answers to the projection: an answer that
+// decodes projects within the budgets, every element with a DOM node and
+// a name of at most 1,000 units, and a truncated answer stays truncated.
+func FuzzProject(f *testing.F) {
+	f.Add([]byte(`{"documentEpoch":"F:L1","nodes":[{"axId":"1","backendNodeId":4,"role":"button","name":"Go"},{"axId":"2","parentAxId":"1","role":"StaticText","name":"Go"}]}`), false)
+	f.Add([]byte(`{"documentEpoch":"F:L1","truncated":true,"nodes":[{"axId":"1","backendNodeId":3,"role":"generic","props":{"clickable":true}},{"axId":"2","parentAxId":"1","role":"StaticText","name":"Open"}]}`), false)
+	f.Add([]byte(`{"documentEpoch":"F:L1","nodes":[{"backendNodeId":5,"role":"checkbox","name":"Terms","props":{"checked":"mixed"}},{"backendNodeId":6,"role":"region","name":"Main","value":"v"}],"frameOwners":2}`), true)
+	f.Add([]byte(`{"documentEpoch":"F:L1","nodes":{}}`), false)
+	f.Fuzz(func(t *testing.T, answer []byte, query bool) {
+		p, err := Project(answer, query)
+		if err != nil {
+			return
+		}
+		controls, regions, textBytes := 0, 0, 0
+		for _, e := range p.Elements {
+			if e.Ref.Kind == "region" {
+				regions++
+			} else {
+				controls++
+			}
+			if e.BackendNodeID <= 0 || textLen(e.Ref.Name) > browser.MaxNameLength || e.Ref.ID != "" {
+				t.Fatalf("element %+v", e)
+			}
+		}
+		for _, s := range p.Text {
+			textBytes += len(s)
+		}
+		if controls > browser.MaxControls || regions > browser.MaxRegions || len(p.Text) > browser.MaxTextFragment || textBytes > browser.MaxTextBytes {
+			t.Fatalf("%d controls, %d regions, %d fragments of %d bytes: past the budgets", controls, regions, len(p.Text), textBytes)
+		}
+		var read axRead
+		if json.Unmarshal(answer, &read) == nil && read.Truncated && !p.Truncated {
+			t.Fatal("a truncated answer projects untruncated")
+		}
+	})
 }

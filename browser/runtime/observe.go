@@ -101,7 +101,7 @@ func (r *Runtime) observe(ctx context.Context, l *lease.Lease, p *page, q *brows
 	} else if read.FrameOwners != nil && *read.FrameOwners >= 0 {
 		obs.FrameOwners = read.FrameOwners
 	}
-	project(obs, p, read.Nodes, q != nil)
+	read.show(obs, p)
 	return obs, nil
 }
 
@@ -160,13 +160,14 @@ func (r *Runtime) observeSubtree(ctx context.Context, l *lease.Lease, p *page, p
 	} else {
 		obs.Revision = p.observed(read.DocumentEpoch, read.URL)
 	}
-	project(obs, minter, read.Nodes, q != nil)
+	read.show(obs, minter)
 	return obs, nil
 }
 
 // readAX asks the provider for the page's AX nodes (ax.read), or for the
-// literal matches of q (ax.find); frame names a child frame's document.
-func (r *Runtime) readAX(ctx context.Context, prov Provider, l *lease.Lease, q *browser.Query, frame *frameDocument) (*axRead, error) {
+// literal matches of q (ax.find), and projects them; frame names a child
+// frame's document.
+func (r *Runtime) readAX(ctx context.Context, prov Provider, l *lease.Lease, q *browser.Query, frame *frameDocument) (*Projection, error) {
 	req := axRequest{Frame: frame}
 	if q != nil {
 		req.Name, req.Role = q.Name, q.Role
@@ -189,17 +190,31 @@ func (r *Runtime) checkOrigin(l *lease.Lease, pageURL string) error {
 }
 
 // entry is what one AX node contributes to an observation: a text
-// fragment, or an element (a control or a named region) with the identity
-// its ref stands for.
+// fragment, or an element (a control or a named region).
 type entry struct {
-	text    string // a text fragment, when ref is nil
-	ref     *browser.NodeRef
-	target  target
-	size    int  // the element's share of the node budget
-	dropped bool // an element that cannot be shown (its name is too long): the observation is truncated
+	text    string   // a text fragment, when el is nil
+	el      *Element // an element
+	size    int      // the element's share of the node budget
+	dropped bool     // an element that cannot be shown (its name is too long): the observation is truncated
 }
 
-func (e *entry) region() bool { return e.ref != nil && e.ref.Kind == "region" }
+func (e *entry) region() bool { return e.el != nil && e.el.Ref.Kind == "region" }
+
+// Element is one element of a projection: the ref a client sees (its ID
+// minted per lease when an observation shows it), and what the ref stands
+// for — the DOM node and the accessible name the read gave it (a
+// clickable element's ref shows a name of its own, Ref.Name).
+type Element struct {
+	Ref           browser.NodeRef
+	BackendNodeID int64
+	AXName        string
+}
+
+// target is the identity e's ref stands for: an action checks it again
+// (role and accessible name) before it acts.
+func (e *Element) target() target {
+	return target{BackendNodeID: e.BackendNodeID, Role: e.Ref.Role, Name: e.AXName, editable: e.Ref.Editable, region: e.Ref.Kind == "region"}
+}
 
 // entryOf classifies one AX node; ok is false for nodes that are neither
 // text nor an element. For a query every match is an element, whatever its
@@ -220,7 +235,7 @@ func entryOf(n axNode, query bool) (e entry, ok bool) {
 	if textLen(n.Name) > browser.MaxNameLength || n.BackendNodeID <= 0 {
 		return entry{dropped: true}, true
 	}
-	ref := &browser.NodeRef{Role: n.Role, Name: n.Name, Disabled: n.Props.Disabled, Editable: editable}
+	ref := browser.NodeRef{Role: n.Role, Name: n.Name, Disabled: n.Props.Disabled, Editable: editable}
 	if checkableRoles[n.Role] {
 		switch n.Props.Checked {
 		case "true":
@@ -241,8 +256,7 @@ func entryOf(n axNode, query bool) (e entry, ok bool) {
 	if ref.Value != nil {
 		size += len(*ref.Value)
 	}
-	t := target{BackendNodeID: n.BackendNodeID, Role: n.Role, Name: n.Name, editable: editable, region: ref.Kind == "region"}
-	return entry{ref: ref, target: t, size: size}, true
+	return entry{el: &Element{Ref: ref, BackendNodeID: n.BackendNodeID, AXName: n.Name}, size: size}, true
 }
 
 // maxClickableName bounds the name a clickable element gets from its title
@@ -318,13 +332,43 @@ func clickableNames(nodes []axNode) map[int]string {
 // clickableEntry is the entry of an element clickableNames named: its ref
 // shows that name, its identity stays the accessibility tree's.
 func clickableEntry(n axNode, name string) entry {
-	ref := &browser.NodeRef{Role: n.Role, Name: name, Disabled: n.Props.Disabled}
-	t := target{BackendNodeID: n.BackendNodeID, Role: n.Role, Name: n.Name}
-	return entry{ref: ref, target: t, size: len(name) + 64}
+	ref := browser.NodeRef{Role: n.Role, Name: name, Disabled: n.Props.Disabled}
+	return entry{el: &Element{Ref: ref, BackendNodeID: n.BackendNodeID, AXName: n.Name}, size: len(name) + 64}
 }
 
-// project turns AX nodes into refs and text within the budgets.
-func project(obs *browser.Observation, p refMinter, nodes []axNode, query bool) {
+// Projection is what an observation shows of a provider's answer to
+// ax.read or ax.find: the document read, and its elements and text
+// fragments, each in page order, within the budgets.
+type Projection struct {
+	DocumentEpoch string
+	URL           string
+	Title         string
+	FrameOwners   *int // of the document a whole read read, when the provider could tell
+	Elements      []Element
+	Text          []string
+	Truncated     bool // the answer says so, or a name too long or the budgets left something out
+}
+
+// Project decodes a provider's answer to ax.read or ax.find (PROVIDER.md;
+// for ax.find, query) and keeps what an observation shows of it. Every
+// observation of a document, a frame or a subtree goes through it
+// (callAX). It is exported so that test/bench holds the in-page read
+// (extension/lib/pagereader.js) to Chromium's accessibility tree by what
+// this very code makes of both, not by a copy of it.
+func Project(answer []byte, query bool) (*Projection, error) {
+	var read axRead
+	if err := json.Unmarshal(answer, &read); err != nil {
+		return nil, err
+	}
+	p := project(read.Nodes, query)
+	p.DocumentEpoch, p.URL, p.Title, p.FrameOwners = read.DocumentEpoch, read.URL, read.Title, read.FrameOwners
+	p.Truncated = p.Truncated || read.Truncated
+	return p, nil
+}
+
+// project keeps what an observation shows of nodes within the budgets.
+func project(nodes []axNode, query bool) *Projection {
+	out := &Projection{}
 	controls, regions, nodeBytes, textBytes := 0, 0, 0, 0
 	var clickable map[int]string
 	if !query {
@@ -339,30 +383,41 @@ func project(obs *browser.Observation, p refMinter, nodes []axNode, query bool) 
 		case !ok:
 			continue
 		case e.dropped:
-			obs.Truncated = true
+			out.Truncated = true
 			continue
-		case e.ref == nil:
-			if len(obs.Text) >= browser.MaxTextFragment || textBytes+len(e.text) > browser.MaxTextBytes {
-				obs.Truncated = true
+		case e.el == nil:
+			if len(out.Text) >= browser.MaxTextFragment || textBytes+len(e.text) > browser.MaxTextBytes {
+				out.Truncated = true
 				continue
 			}
 			textBytes += len(e.text)
-			obs.Text = append(obs.Text, e.text)
+			out.Text = append(out.Text, e.text)
 			continue
 		}
 		if (e.region() && regions >= browser.MaxRegions) || (!e.region() && controls >= browser.MaxControls) || nodeBytes+e.size > browser.MaxNodeBytes {
-			obs.Truncated = true
+			out.Truncated = true
 			continue
 		}
 		nodeBytes += e.size
-		e.ref.ID = p.ref(e.target)
 		if e.region() {
 			regions++
 		} else {
 			controls++
 		}
-		obs.Nodes = append(obs.Nodes, *e.ref)
+		out.Elements = append(out.Elements, *e.el)
 	}
+	return out
+}
+
+// show puts the elements and text into obs, each element's ref minted by
+// m.
+func (p *Projection) show(obs *browser.Observation, m refMinter) {
+	for i := range p.Elements {
+		ref := p.Elements[i].Ref
+		ref.ID = m.ref(p.Elements[i].target())
+		obs.Nodes = append(obs.Nodes, ref)
+	}
+	obs.Text = append(obs.Text, p.Text...)
 }
 
 func randomCursor() string { return "c" + randomHex(8) }

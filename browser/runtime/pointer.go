@@ -263,8 +263,8 @@ func (a *action) cover(c *coverFacts) *browser.Cover {
 		out.Role = n.Role
 	}
 	out.Name = cut(strings.TrimSpace(n.Name), browser.MaxCoverName)
-	if e, ok := entryOf(*n, false); ok && e.ref != nil {
-		out.Ref = minter.ref(e.target)
+	if e, ok := entryOf(*n, false); ok && e.el != nil {
+		out.Ref = minter.ref(e.el.target())
 	}
 	return out
 }

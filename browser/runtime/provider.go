@@ -108,15 +108,20 @@ type axRequest struct {
 }
 
 // callAX reads the page's AX nodes (ax.read), or the literal matches of a
-// query (ax.find), in the main document or a child frame's.
-func callAX(ctx context.Context, prov Provider, l *lease.Lease, req axRequest) (*axRead, error) {
+// query (ax.find), in the main document or a child frame's, and answers
+// what an observation shows of them (Project decodes the answer).
+func callAX(ctx context.Context, prov Provider, l *lease.Lease, req axRequest) (*Projection, error) {
 	method := browser.ProviderAXRead
 	if req.Name != "" {
 		method = browser.ProviderAXFind
 	}
-	read, err := call[axRead](ctx, prov, method, requestParams[axRequest]{l, req})
+	raw, err := prov.Call(ctx, method, requestParams[axRequest]{l, req})
 	if err != nil {
 		return nil, err
+	}
+	read, err := Project(raw, req.Name != "")
+	if err != nil {
+		return nil, providerErr(method, err)
 	}
 	if read.DocumentEpoch == "" {
 		return nil, providerErr(method, "no document epoch")

@@ -198,7 +198,7 @@ func projectWindow(w *browser.PageWindow, p refMinter, after []string, read *win
 			continue
 		}
 		size := len(e.text) + 8
-		if e.ref != nil {
+		if e.el != nil {
 			size = e.size
 		}
 		if entries >= browser.MaxWindowEntries || bytes+size > browser.MaxWindowBytes || (e.region() && regions >= browser.MaxWindowRegions) {
@@ -209,15 +209,15 @@ func projectWindow(w *browser.PageWindow, p refMinter, after []string, read *win
 		}
 		entries++
 		bytes += size
-		if e.ref == nil {
+		if e.el == nil {
 			w.Text = append(w.Text, e.text)
 			continue
 		}
 		if e.region() {
 			regions++
 		}
-		e.ref.ID = p.ref(e.target)
-		w.Nodes = append(w.Nodes, *e.ref)
+		e.el.Ref.ID = p.ref(e.el.target())
+		w.Nodes = append(w.Nodes, e.el.Ref)
 	}
 	if len(read.Resume) > 0 {
 		return read.Resume, incomplete

@@ -127,18 +127,28 @@ test('a listened element the reader did not send, or sent as no control, is pass
 });
 
 test('at most PAGE_READ.listened listened elements are passed; a reader that reads past them gives way to the AX read', async () => {
-  const t = await granted();
-  const listeners = Object.fromEntries(Array.from({ length: PAGE_READ.listened + 3 }, (_, i) => [1000 + i, ['click']]));
-  const passes = page(t, { nodes: [button], listeners, rerun: (opts) => ({ nodes: [button], truncated: false, incomplete: opts.listenedMore }) });
-  t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Nodes', value: 10 }] }));
-  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ documents: [], strings: [] }));
-  t.chrome.cdp.set('Accessibility.getFullAXTree', () => ({ nodes: [{ nodeId: '1', ignored: false, role: { value: 'RootWebArea' }, name: { value: 'A' }, backendDOMNodeId: 1 }] }));
-  const r = await t.read();
-  assert.equal(passes.length, 2);
-  assert.equal(passes[1].objects.length, PAGE_READ.listened);
-  assert.equal(passes[1].opts.listenedMore, true);
-  assert.deepEqual(r.value.nodes, [{ axId: '1', backendNodeId: 1, role: 'RootWebArea', name: 'A', ignored: false, props: {} }]);
-  assert.ok(t.methods().includes('Accessibility.getFullAXTree'));
+  // At the bound every listened element is passed and the answer stands;
+  // one more, and the reader that read past the last one passed gives way.
+  for (const count of [PAGE_READ.listened, PAGE_READ.listened + 1]) {
+    const t = await granted();
+    const listeners = Object.fromEntries(Array.from({ length: count }, (_, i) => [1000 + i, ['click']]));
+    const passes = page(t, { nodes: [button], listeners, rerun: (opts) => ({ nodes: [button], truncated: false, incomplete: opts.listenedMore }) });
+    t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Nodes', value: 10 }] }));
+    t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ documents: [], strings: [] }));
+    t.chrome.cdp.set('Accessibility.getFullAXTree', () => ({ nodes: [{ nodeId: '1', ignored: false, role: { value: 'RootWebArea' }, name: { value: 'A' }, backendDOMNodeId: 1 }] }));
+    const r = await t.read();
+    const past = count > PAGE_READ.listened;
+    assert.equal(passes.length, 2, `${count}`);
+    assert.deepEqual(passes[1].objects, Array.from({ length: PAGE_READ.listened }, (_, i) => `el-${1000 + i}`));
+    assert.equal(passes[1].opts.listened.length, PAGE_READ.listened);
+    assert.equal(passes[1].opts.listenedMore, past);
+    if (past) {
+      assert.deepEqual(r.value.nodes, [{ axId: '1', backendNodeId: 1, role: 'RootWebArea', name: 'A', ignored: false, props: {} }]);
+    } else {
+      assert.deepEqual(r.value.nodes, [{ axId: 'p0', role: 'button', name: 'Add', ignored: false, props: { focusable: true }, backendNodeId: 100 }]);
+    }
+    assert.equal(t.methods().includes('Accessibility.getFullAXTree'), past);
+  }
 });
 
 test('a reader that fails gives way to the AX read', async () => {

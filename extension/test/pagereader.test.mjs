@@ -31,23 +31,30 @@ function fakeElement(localName, children = [], attrs = {}) {
 }
 
 const text = (data) => ({ nodeType: 3, data });
+
+// fakeDocument is a document of html and body around children.
+function fakeDocument(children) {
+  const html = fakeElement('html', [fakeElement('body', children)]);
+  const d = {
+    nodeType: 9, childNodes: [html], styleSheets: [], designMode: 'off', documentElement: html,
+    getElementById: () => null, querySelector: () => null, querySelectorAll: () => [],
+    listeners: [],
+    addEventListener(type, fn) { d.listeners.push([type, fn]); },
+    removeEventListener(type, fn) { d.listeners = d.listeners.filter(([t, f]) => t !== type || f !== fn); },
+  };
+  html.parentNode = d;
+  return d;
+}
+
 const button = fakeElement('button', [text('Go')]);
-const body = fakeElement('body', [button]);
-const html = fakeElement('html', [body]);
-const doc = {
-  nodeType: 9, childNodes: [html], styleSheets: [], designMode: 'off', documentElement: html,
-  getElementById: () => null, querySelector: () => null, querySelectorAll: () => [],
-  listeners: [],
-  addEventListener(type, fn) { doc.listeners.push([type, fn]); },
-  removeEventListener(type, fn) { doc.listeners = doc.listeners.filter(([t, f]) => t !== type || f !== fn); },
-};
-html.parentNode = doc;
+const doc = fakeDocument([button]);
 
 // world is a context holding only what a page's world has that the
 // reader uses (its own builtins come with it); one context is one world.
-function world() {
+// page is its document, now its clock (performance.now).
+function world(page = doc, now = () => 0) {
   const style = { display: 'block', visibility: 'visible', cursor: 'auto', whiteSpace: 'normal', textTransform: 'none', content: 'normal' };
-  doc.createTreeWalker = (root) => {
+  page.createTreeWalker = (root) => {
     const all = [];
     const visit = (n) => n.childNodes?.forEach((c) => {
       if (c.nodeType === 1) {
@@ -60,8 +67,8 @@ function world() {
     return { nextNode: () => all[i++] ?? null };
   };
   const context = vm.createContext({
-    document: doc, getComputedStyle: () => style, NodeFilter: { SHOW_ELEMENT: 1 }, Node: { DOCUMENT_POSITION_FOLLOWING: 4 },
-    performance: { now: () => 0 },
+    document: page, getComputedStyle: () => style, NodeFilter: { SHOW_ELEMENT: 1 }, Node: { DOCUMENT_POSITION_FOLLOWING: 4 },
+    performance: { now },
   });
   return (fn, ...args) => {
     context.args = args;
@@ -95,4 +102,24 @@ test('a second read removes the first read\'s tags, and removeTags its own', () 
   run(removeTags);
   assert.equal(button.listeners.length, 0);
   assert.equal(doc.listeners.length, 0);
+});
+
+test('a read stops, truncated, past its time limit: 2 s, the product\'s (its driver passes none)', () => {
+  const opts = { tag: 'dsh-t-', listened: [] };
+  const two = fakeDocument([fakeElement('button', [text('One')]), fakeElement('button', [text('Two')])]);
+  // The clock reads 0 as the read starts (its deadline: 2000 ms), then
+  // at the k-th node the walk enters (1 the document, 2 html, 3 body, 4
+  // the first button, 5 its text, 6 the second button) 2000 while k is at
+  // most entered, and just past it after.
+  const read = (entered) => {
+    let calls = 0;
+    const now = () => (calls++ === 0 ? 0 : calls - 1 <= entered ? 2000 : 2000.001);
+    return JSON.parse(world(two, now)(pageReader, opts));
+  };
+  const whole = read(Infinity); // at the limit, all along
+  assert.deepEqual(whole.nodes.map((n) => [n.role, n.name]), [['button', 'One'], ['StaticText', 'One'], ['button', 'Two'], ['StaticText', 'Two']]);
+  assert.equal(whole.truncated, false);
+  const cut = read(5); // past it from the second button on
+  assert.deepEqual(cut.nodes.map((n) => [n.role, n.name]), [['button', 'One'], ['StaticText', 'One']]);
+  assert.equal(cut.truncated, true);
 });

@@ -36,11 +36,11 @@ import (
 // that proves which document was read, asked as the product asks it
 // (extension.js oneDocument): right after the read's last call when the
 // read says (lastCall), else once it answered. read=page reads the page
-// inside it instead (extension/lib/pagereader.js, as readInPage in the
-// worker runs it): ms/read is the whole read with its listener reads,
-// ms/call its one call, ms/inpage its time inside the page, ms/listeners
-// and ms/tags the two DOMDebugger.getEventListeners around it.
-// BENCHMARKS.md ("Reading the page") has the figures.
+// inside it instead, by the product's driver as extension.js runs it
+// (extension/lib/pageread.js, readProduct in the worker): ms/read to its
+// answer, ms/fenced to the frame tree that proves the document.
+// BENCHMARKS.md ("Reading the page", "Reading the page in the page") has
+// the figures.
 func BenchmarkAXRead(b *testing.B) {
 	before := os.Getenv("DSH_AXBENCH_BEFORE")
 	env := startAXBench(b, before)
@@ -57,31 +57,26 @@ func BenchmarkAXRead(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("page=%s/read=%s", pageName(pg), how), func(b *testing.B) {
 				env.front(b, tab)
+				var st axReadStats
 				if how == "page" {
-					st := env.pageRead(b, tab, b.N)
-					b.ReportMetric(st.Ms, "ms/read")
-					b.ReportMetric(st.CallMs, "ms/call")
-					b.ReportMetric(st.InPageMs, "ms/inpage")
-					b.ReportMetric(st.ListenMs, "ms/listeners")
-					b.ReportMetric(st.TagMs, "ms/tags")
-					b.ReportMetric(float64(st.Nodes), "nodes/read")
-					b.ReportMetric(float64(st.Bytes), "B/read")
-					return
+					st = env.productRead(b, tab, b.N)
+				} else {
+					st = env.read(b, tab, how, b.N, nil)
+					answers[how] = st.Sum
 				}
-				st := env.read(b, tab, how, b.N, nil)
 				b.ReportMetric(st.Ms, "ms/read")
 				b.ReportMetric(st.FencedMs, "ms/fenced")
 				b.ReportMetric(float64(st.Calls), "calls/read")
 				b.ReportMetric(float64(st.Nodes), "nodes/read")
 				b.ReportMetric(float64(st.Bytes), "B/read")
-				answers[how] = st.Sum
 			})
 		}
 		// Every way of ax.read answers the same: the ways differ in cost
 		// only (the in-page read answers otherwise, to the same projection:
 		// TestPageReaderMatchesAX).
+		walk, ok := answers["walk"] // unless a -bench pattern left it out
 		for how, sum := range answers {
-			if sum != answers["walk"] {
+			if ok && sum != walk {
 				b.Errorf("page %s: the %s read answers otherwise than the walk", pg, how)
 			}
 		}
@@ -148,7 +143,6 @@ const axBenchManifest = `{
 // axBenchWorker exposes the product's ax.js (and another tree's, under
 // before/, when it has one) and times reads with it.
 const axBenchWorker = `import * as current from './lib/ax.js';
-import { pageReader, removeTags } from './lib/pagereader.js';
 import * as pageread from './lib/pageread.js';
 IMPORT_BEFORE
 
@@ -191,143 +185,74 @@ globalThis.readTimes = async (tabId, how, n, settings = {}) => {
   return { ms: median(times), fencedMs: median(fenced), calls, nodes: res.nodes.length,
     bytes: new TextEncoder().encode(json).length, truncated: res.truncated, sum };
 };
-// The in-page read (lib/pagereader.js) as the driver runs it: in an
-// isolated world of the main frame, with the elements the page listens on
-// for a press (DOMDebugger.getEventListeners over the main world's
-// document) passed in, and the backend node IDs of the elements it
-// answers read from the listeners it tags them with.
-const PAGE_WORLD = 'dsh-pagereader';
-const PAGE_TAG = 'dsh7f3a9c-';
-const PAGE_LISTENED = new Set(['click', 'dblclick', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'touchstart', 'touchend', 'DOMActivate']);
-const PAGE_OPTS = { tag: PAGE_TAG, budgets: { controls: 120, regions: 24, texts: 240, textBytes: 32768, nodeBytes: 40960 },
-  maxNameLength: 1000, maxValueBytes: 900000 };
-const pageSource = String(pageReader);
-// The reader is defined once in each world (a document's), as a global of
-// the world, and called by a short declaration: sent with every call, its
-// source would be compiled anew each time (2 to 10 ms here).
-const PAGE_GLOBAL = '__dshPageReader';
-const pageCall = 'function (...args) { return globalThis.' + PAGE_GLOBAL + '(...args); }';
-// pageTimed runs the reader and reports its time inside the page beside
-// its answer.
-const pageTimed = 'function (...args) { const t0 = performance.now(); const s = globalThis.' + PAGE_GLOBAL + '(...args); return [performance.now() - t0, s]; }';
-const pageWorlds = new Map(); // tab ID -> the execution context the reader is defined in
-async function readInPage(tabId, timed = false) {
-  const start = performance.now();
-  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
-  const { frameTree } = await send('Page.getFrameTree');
-  const { executionContextId } = await send('Page.createIsolatedWorld', { frameId: frameTree.frame.id, worldName: PAGE_WORLD });
-  if (pageWorlds.get(tabId) !== executionContextId) {
-    await send('Runtime.evaluate', { expression: 'globalThis.' + PAGE_GLOBAL + ' = ' + pageSource, contextId: executionContextId });
-    pageWorlds.set(tabId, executionContextId);
-  }
-  const { result: { objectId: doc } } = await send('Runtime.evaluate', { expression: 'document', objectGroup: PAGE_WORLD });
-  try {
-    const l0 = performance.now();
-    const { listeners } = await send('DOMDebugger.getEventListeners', { objectId: doc, depth: -1, pierce: true });
-    const listenMs = performance.now() - l0;
-    const byNode = new Map();
-    for (const l of listeners ?? []) {
-      if (!PAGE_LISTENED.has(l.type) || !(l.backendNodeId > 0)) continue;
-      byNode.set(l.backendNodeId, [...(byNode.get(l.backendNodeId) ?? []), l.type]);
-    }
-    const listened = [];
-    const args = [];
-    for (const [backendNodeId, types] of byNode) {
-      const { object } = await send('DOM.resolveNode', { backendNodeId, executionContextId, objectGroup: PAGE_WORLD }).catch(() => ({}));
-      if (!object?.objectId) continue;
-      listened.push(types);
-      args.push({ objectId: object.objectId });
-    }
-    const opts = { ...PAGE_OPTS, listened };
-    const t0 = performance.now();
-    const { result, exceptionDetails } = await send('Runtime.callFunctionOn', { functionDeclaration: timed ? pageTimed : pageCall,
-      executionContextId, arguments: [{ value: opts }, ...args], returnByValue: true });
-    const callMs = performance.now() - t0;
-    if (exceptionDetails) throw new Error('pageReader: ' + (exceptionDetails.exception?.description ?? exceptionDetails.text));
-    const [inPageMs, json] = timed ? result.value : [undefined, result.value];
-    const answer = JSON.parse(json);
-    const g0 = performance.now();
-    const tagged = await send('DOMDebugger.getEventListeners', { objectId: doc, depth: -1, pierce: true });
-    const tagMs = performance.now() - g0;
-    const ids = new Map();
-    for (const l of tagged.listeners ?? []) if (l.type.startsWith(PAGE_TAG)) ids.set(l.type.slice(PAGE_TAG.length), l.backendNodeId);
-    // A frame owner in a closed shadow root is out of the world's sight;
-    // its frame is not out of the frame tree's.
-    answer.frameOwners = Math.max(answer.frameOwners, frameTree.childFrames?.length ?? 0);
-    answer.nodes.forEach((n, i) => {
-      if (n.el) n.backendNodeId = ids.get(String(i));
-      delete n.el;
-    });
-    return { answer, callMs, inPageMs, listenMs, tagMs, totalMs: performance.now() - start };
-  } finally {
-    send('Runtime.releaseObjectGroup', { objectGroup: PAGE_WORLD }).catch(() => {});
-  }
-}
-// readProduct reads the tab in the page as the product does: with its
-// driver (lib/pageread.js), its world kept per tab and document, and the
-// page's listeners passed to the reader only where they could change the
-// answer; frameOwners as extension.js takes it (at least the frame
-// tree's child frames).
+// readProduct reads the tab in the page as the product does
+// (extension.js oneDocument and readDocument): with its driver
+// (lib/pageread.js) started beside the frame tree that names the
+// document, its world kept per tab and document, and the frame tree that
+// proves the document asked after its last call; frameOwners as
+// readDocument takes it (at least the frame tree's child frames). It
+// answers the answer, the time to it (ms) and to the proving frame tree
+// (fencedMs), and the calls it sent.
 const productGates = new Map(); // tab ID -> the driver's state of the tab
 async function readProduct(tabId) {
-  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
+  let calls = 0;
+  const send = (method, params) => { calls++; return chrome.debugger.sendCommand({ tabId }, method, params ?? {}); };
+  let gate = productGates.get(tabId);
+  if (gate === undefined) { // the product knows the main frame from the lease's grant
+    const { frameTree } = await send('Page.getFrameTree');
+    gate = { mainFrameId: frameTree.frame.id };
+    productGates.set(tabId, gate);
+  }
+  calls = 0;
+  const t0 = performance.now();
+  const early = pageread.start(send, gate);
   const { frameTree } = await send('Page.getFrameTree');
-  if (!productGates.has(tabId)) productGates.set(tabId, {});
-  const gate = productGates.get(tabId);
-  gate.mainFrameId = frameTree.frame.id;
   gate.epoch = frameTree.frame.id + ':' + frameTree.frame.loaderId;
-  const answer = await pageread.read(send, gate, { documentEpoch: gate.epoch, url: 'http://bench/', title: 'bench' });
-  answer.frameOwners = Math.max(answer.frameOwners ?? 0, frameTree.childFrames?.length ?? 0);
-  return answer;
+  let asked;
+  const lastCall = (tree) => {
+    asked = tree ?? send('Page.getFrameTree');
+    asked.catch(() => {});
+  };
+  const answer = await pageread.read(send, gate, { documentEpoch: gate.epoch, url: 'http://bench/', title: 'bench' }, { early, lastCall });
+  const ms = performance.now() - t0;
+  await asked;
+  const fencedMs = performance.now() - t0;
+  const frames = frameTree.childFrames?.length ?? 0;
+  if (answer.frameOwners !== undefined && frames > answer.frameOwners) answer.frameOwners = frames;
+  return { answer, ms, fencedMs, calls };
 }
+// productTimes reads the tab n times in the page as the product does and
+// reports the medians and the last read's shape.
+globalThis.productTimes = async (tabId, n) => {
+  const ms = [];
+  const fenced = [];
+  let res;
+  for (let i = 0; i < n; i++) {
+    res = await readProduct(tabId);
+    ms.push(res.ms);
+    fenced.push(res.fencedMs);
+  }
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return { ms: median(ms), fencedMs: median(fenced), calls: res.calls, nodes: res.answer.nodes.length,
+    bytes: new TextEncoder().encode(JSON.stringify(res.answer)).length, truncated: res.answer.truncated };
+};
 // compareRead answers the tab's ax.read (as the product reads it) and
-// its in-page read: by the product's driver, or with driver 'bench' by
-// readInPage (the bench's, whose tags stay until the next read).
-globalThis.compareRead = async (tabId, driver = 'product') => {
+// its in-page read by the product's driver.
+globalThis.compareRead = async (tabId) => {
   const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
   const page = { documentEpoch: 'F:L', url: 'http://bench/', title: 'bench' };
   const { frameTree } = await send('Page.getFrameTree');
   const ax = await current.read(send, page, undefined, undefined, frameTree.frame.id, { shown: true });
-  const answer = driver === 'bench' ? (await readInPage(tabId)).answer : await readProduct(tabId);
-  return { ax, page: answer };
+  return { ax, page: (await readProduct(tabId)).answer };
 };
-// tagCount counts the listeners that tag elements for the driver.
-// With product, it counts the product's driver's tags instead.
-globalThis.tagCount = async (tabId, product = false) => {
+// tagCount counts the listeners that tag elements for the product's
+// driver (a type of dsh, 8 hex digits and a dash: pageread.js options).
+globalThis.tagCount = async (tabId) => {
   const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
   const { result: { objectId } } = await send('Runtime.evaluate', { expression: 'document' });
   const { listeners } = await send('DOMDebugger.getEventListeners', { objectId, depth: -1, pierce: true });
   await send('Runtime.releaseObject', { objectId });
-  const ours = product ? (type) => /^dsh[0-9a-f]{8}-/.test(type) : (type) => type.startsWith(PAGE_TAG);
-  return (listeners ?? []).filter((l) => ours(l.type)).length;
-};
-// untag runs removeTags in the reader's world, as the driver may.
-globalThis.untag = async (tabId) => {
-  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
-  const { frameTree } = await send('Page.getFrameTree');
-  const { executionContextId } = await send('Page.createIsolatedWorld', { frameId: frameTree.frame.id, worldName: PAGE_WORLD });
-  await send('Runtime.callFunctionOn', { functionDeclaration: String(removeTags), executionContextId });
-  return true;
-};
-// pageTimes reads the tab n times in the page and reports the medians.
-globalThis.pageTimes = async (tabId, n) => {
-  const total = [];
-  const call = [];
-  const inPage = [];
-  const listen = [];
-  const tag = [];
-  let res;
-  for (let i = 0; i < n; i++) {
-    res = await readInPage(tabId, true);
-    total.push(res.totalMs);
-    call.push(res.callMs);
-    inPage.push(res.inPageMs);
-    listen.push(res.listenMs);
-    tag.push(res.tagMs);
-  }
-  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  return { ms: median(total), callMs: median(call), inPageMs: median(inPage), listenMs: median(listen), tagMs: median(tag), nodes: res.answer.nodes.length,
-    bytes: new TextEncoder().encode(JSON.stringify(res.answer)).length, truncated: res.answer.truncated };
+  return (listeners ?? []).filter((l) => /^dsh[0-9a-f]{8}-/.test(l.type)).length;
 };
 globalThis.attach = async (tabId) => {
   await chrome.debugger.attach({ tabId }, '1.3');
@@ -407,26 +332,12 @@ func (e *axBench) front(tb testing.TB, t axTab) {
 	}
 }
 
-// pageReadStats is what the worker reports of in-page reads (pageTimes):
-// medians of the whole read as the driver makes it (the listener reads
-// and the call), of the call alone through chrome.debugger, and of its
-// time inside the page.
-type pageReadStats struct {
-	Ms        float64 `json:"ms"`
-	CallMs    float64 `json:"callMs"`
-	InPageMs  float64 `json:"inPageMs"`
-	ListenMs  float64 `json:"listenMs"` // the page's listeners, read before the call
-	TagMs     float64 `json:"tagMs"`    // the tags, read after it
-	Nodes     int     `json:"nodes"`
-	Bytes     int     `json:"bytes"`
-	Truncated bool    `json:"truncated"`
-}
-
-// pageRead reads the tab n times in the page (extension/lib/pagereader.js).
-func (e *axBench) pageRead(tb testing.TB, t axTab, n int) pageReadStats {
+// productRead reads the tab n times in the page as the product does
+// (productTimes in the worker).
+func (e *axBench) productRead(tb testing.TB, t axTab, n int) axReadStats {
 	tb.Helper()
-	raw := chromium.Eval[json.RawMessage](tb, e.b, e.worker, fmt.Sprintf("pageTimes(%d, %d)", t.tabID, n))
-	var st pageReadStats
+	raw := chromium.Eval[json.RawMessage](tb, e.b, e.worker, fmt.Sprintf("productTimes(%d, %d)", t.tabID, n))
+	var st axReadStats
 	if err := json.Unmarshal(raw, &st); err != nil {
 		tb.Fatalf("page read stats %s: %v", raw, err)
 	}
