@@ -264,3 +264,73 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   assert.equal(t.methods().slice(late).filter((m) => m === 'Page.createIsolatedWorld').length, 1);
   assert.equal(r2.value.nodes[0].backendNodeId, 100);
 });
+
+// warms are the calls that warm the reader: it runs, then its tags are
+// removed, in one call (a read's own removal runs no reader).
+const warms = (t, from = 0) => t.chrome.commands.slice(from).filter((c) => c.method === 'Runtime.callFunctionOn' &&
+  c.params.functionDeclaration.includes('function removeTags') && c.params.functionDeclaration.includes('globalThis.__dshPageReader'));
+
+test('the reader is warmed as its document loads: one call in the document\'s world, on a few nodes, its answer dropped', async () => {
+  const t = await granted();
+  loader(t);
+  page(t, { nodes: [button, text] });
+  await t.read();
+  const before = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 1 });
+  for (let i = 0; i < 5; i++) await flush();
+  const [w, ...more] = warms(t, before);
+  assert.equal(more.length, 0);
+  assert.equal(w.params.executionContextId, 7);
+  assert.equal(w.params.returnByValue, undefined, 'nothing of the page comes back');
+  assert.deepEqual(w.params.arguments.length, 1);
+  assert.equal(w.params.arguments[0].value.budgets.controls, 12);
+  assert.deepEqual(t.methods().slice(before), ['Runtime.callFunctionOn'], 'no other call');
+});
+
+test('a document that loads before its world is known is warmed once the world is kept; a document left before is not', async () => {
+  const t = await granted();
+  const doc = loader(t);
+  let world = 7;
+  const passes = page(t, { nodes: [button, text] });
+  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: world }));
+  t.chrome.cdp.set('Runtime.callFunctionOn', ({ executionContextId, arguments: args }) => {
+    if (executionContextId !== world) throw new Error('Cannot find context with specified id');
+    if (!args) return { result: { type: 'undefined' } };
+    passes.push({ opts: args[0].value, objects: [], tag: args[0].value.tag });
+    return { result: { type: 'string', value: JSON.stringify({ nodes: [button, text], truncated: false, frameOwners: 0 }) } };
+  });
+  await t.read();
+  // Commit and load in one go: the load comes before the new world is kept.
+  doc.loaderId = 'L2';
+  world = 8;
+  const before = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 1 });
+  for (let i = 0; i < 10; i++) await flush();
+  assert.deepEqual(warms(t, before).map((c) => c.params.executionContextId), [8]);
+  // A document that loads and is left before its world is known: only
+  // the next document's world could be kept, and it has not loaded.
+  doc.loaderId = 'L3';
+  world = 9;
+  const mid = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2b', url: 'https://a.test/gone' } });
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 2 });
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L3', url: 'https://a.test/last' } });
+  for (let i = 0; i < 10; i++) await flush();
+  assert.equal(warms(t, mid).length, 0);
+  // The read of L3 keeps its world and does not warm it: it has not loaded.
+  const r = await t.read();
+  assert.equal(r.value.documentEpoch, 'F1:L3');
+  assert.equal(warms(t, mid).length, 0);
+});
+
+test('a read that never warms: PAGE_READ.on false', async (c) => {
+  PAGE_READ.on = false;
+  c.after(() => { PAGE_READ.on = true; });
+  const t = await granted();
+  loader(t);
+  const before = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 1 });
+  for (let i = 0; i < 5; i++) await flush();
+  assert.equal(warms(t, before).length, 0);
+});
