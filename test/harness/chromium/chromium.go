@@ -146,6 +146,8 @@ type Browser struct {
 	root   string
 	cancel context.CancelFunc
 
+	devtools *devtools // the harness's own DevTools connection
+
 	mu      sync.Mutex
 	tabs    map[target.ID]context.Context // cached contexts of the helpers
 	cancels []context.CancelFunc          // of the cached contexts
@@ -270,6 +272,11 @@ func Launch(t testing.TB, opts Options) *Browser {
 		t.Fatalf("chromium: connect to %s: %v\n%s", wsURL, err, b.StderrTail(8<<10))
 	}
 	b.Ctx = bctx
+	dctx, dcancel := b.timeout()
+	defer dcancel()
+	if b.devtools, err = dialDevtools(dctx, wsURL); err != nil {
+		t.Fatalf("chromium: connect to %s: %v\n%s", wsURL, err, b.StderrTail(8<<10))
+	}
 	return b
 }
 
@@ -356,6 +363,9 @@ func (b *Browser) close() error {
 	b.mu.Unlock()
 	for i := len(cancels) - 1; i >= 0; i-- {
 		cancels[i]()
+	}
+	if b.devtools != nil {
+		b.devtools.close()
 	}
 	if b.cancel != nil {
 		b.cancel()

@@ -181,14 +181,59 @@ func (b *Browser) WaitTarget(t testing.TB, match func(*target.Info) bool, timeou
 	return nil
 }
 
-// ServiceWorker waits for the service worker of extension extensionID and
-// returns its target. It does not attach to it.
+// ServiceWorker waits for the service worker of extension extensionID to
+// be activated with its extension APIs, and returns its target. It does not
+// stay attached to it.
+//
+// The worker's target is listed, and answers evaluations, before that:
+// while it is parsed and installing, chrome can be undefined, and
+// chrome.runtime.connectNative called then was seen never to answer, every
+// later evaluation in the worker hanging behind it.
 func (b *Browser) ServiceWorker(t testing.TB, extensionID string) target.ID {
 	t.Helper()
 	prefix := "chrome-extension://" + extensionID + "/"
-	return b.WaitTarget(t, func(info *target.Info) bool {
+	id := b.WaitTarget(t, func(info *target.Info) bool {
 		return info.Type == "service_worker" && strings.HasPrefix(info.URL, prefix)
 	}, 0).TargetID
+	if err := b.workerReady(id); err != nil {
+		b.fail(t, "the service worker %s of extension %s: %v", id, extensionID, err)
+	}
+	return id
+}
+
+// workerReady polls, in a session of its own, until worker id is activated
+// and has its extension APIs, for up to b.Timeout.
+func (b *Browser) workerReady(id target.ID) error {
+	const state = `String(globalThis.serviceWorker?.state) + " " + typeof globalThis.chrome?.runtime?.id`
+	ctx, cancel := b.timeout()
+	defer cancel()
+	sid, err := b.devtools.attach(ctx, id)
+	if err != nil {
+		return fmt.Errorf("attach: %w", err)
+	}
+	defer func() {
+		ctx, cancel := b.timeout()
+		defer cancel()
+		b.devtools.detach(ctx, sid)
+	}()
+	for {
+		var got string
+		v, err := b.devtools.evaluate(ctx, sid, state)
+		if err == nil {
+			got, err = decode[string](v)
+		}
+		if got == "activated string" {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("its state and typeof chrome.runtime.id are %q", got)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not activated with its APIs within %v: %w", b.Timeout, err)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }
 
 // Click clicks the first element matching the CSS selector in target id,
