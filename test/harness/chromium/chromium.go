@@ -25,9 +25,12 @@
 //	status := b.Text(t, tab, "#status")
 //	tabID := b.TabIDOf(t, tab) // the chrome.tabs ID the extension sees
 //	n := chromium.Eval[int](t, b, tab, "window.clicks")
+//	b.WaitEval(t, tab, "window.clicks > 1", 0)
 //
-// For anything else, attach a chromedp context with b.TargetCtx and use
-// chromedp (v0.23 API) on it; b.Ctx is the browser-level context.
+// Eval, Evaluate and WaitEval run on a DevTools connection of the harness's
+// own, not chromedp: poll with them. For anything else, attach a chromedp
+// context with b.TargetCtx, once per target, and use chromedp (v0.23 API)
+// on it; b.Ctx is the browser-level context.
 package chromium
 
 import (

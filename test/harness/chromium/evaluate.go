@@ -16,16 +16,27 @@ import (
 	"github.com/chromedp/chromedp/remote"
 )
 
-// devtools is the harness's own DevTools connection: flat sessions on which
-// no domain is ever enabled, to evaluate JavaScript and nothing else.
+// devtools is the harness's own DevTools connection, on which Evaluate
+// runs JavaScript in flat sessions that never enable a domain.
+//
+// Evaluating through a chromedp context is not safe under -race: attaching
+// one to a page (Context.newTarget in chromedp v0.23.0) fills the frame's
+// node map (Target.documentUpdated) on the caller's goroutine while the
+// target's run loop, already started, reads that map without the frame's
+// lock for every DOM event (Target.domEvent). A page that changes its DOM
+// during the attach (an app rendering) is a data race. This connection
+// keeps no DOM, so it has nothing to race on.
 type devtools struct {
 	conn *remote.Conn
 	done chan struct{} // closed when the reader has ended
 
-	mu      sync.Mutex // guards the fields below
-	err     error      // why the reader ended
-	next    int64
-	replies map[int64]chan *cdproto.Message
+	attachMu sync.Mutex // held while one target is looked up and attached
+
+	mu       sync.Mutex // guards the fields below
+	err      error      // why the reader ended
+	next     int64
+	replies  map[int64]chan *cdproto.Message
+	sessions map[target.ID]target.SessionID // attached once, kept until detached
 }
 
 func dialDevtools(ctx context.Context, wsURL string) (*devtools, error) {
@@ -34,15 +45,17 @@ func dialDevtools(ctx context.Context, wsURL string) (*devtools, error) {
 		return nil, err
 	}
 	d := &devtools{
-		conn:    conn,
-		done:    make(chan struct{}),
-		replies: map[int64]chan *cdproto.Message{},
+		conn:     conn,
+		done:     make(chan struct{}),
+		replies:  map[int64]chan *cdproto.Message{},
+		sessions: map[target.ID]target.SessionID{},
 	}
 	go d.read()
 	return d, nil
 }
 
-// read hands each reply to its caller, until the connection ends.
+// read hands each reply to its caller and forgets the sessions that end,
+// until the connection does.
 func (d *devtools) read() {
 	defer close(d.done)
 	for {
@@ -53,15 +66,26 @@ func (d *devtools) read() {
 			d.mu.Unlock()
 			return
 		}
-		if msg.ID == 0 {
-			continue // an event
-		}
-		d.mu.Lock()
-		ch := d.replies[msg.ID]
-		delete(d.replies, msg.ID)
-		d.mu.Unlock()
-		if ch != nil {
-			ch <- msg // buffered
+		switch {
+		case msg.ID != 0:
+			d.mu.Lock()
+			ch := d.replies[msg.ID]
+			delete(d.replies, msg.ID)
+			d.mu.Unlock()
+			if ch != nil {
+				ch <- msg // buffered
+			}
+		case string(msg.Method) == target.DetachedFromTarget.Method:
+			var ev target.EventDetachedFromTarget
+			if jsonv2.Unmarshal(msg.Params, &ev, chromedp.DefaultUnmarshalOptions) == nil {
+				d.mu.Lock()
+				for id, sid := range d.sessions {
+					if sid == ev.SessionID {
+						delete(d.sessions, id)
+					}
+				}
+				d.mu.Unlock()
+			}
 		}
 	}
 }
@@ -120,6 +144,28 @@ func (d *devtools) detach(ctx context.Context, sid target.SessionID) error {
 	return err
 }
 
+// session returns the session on target id, attaching on first use. Like
+// the helpers' chromedp sessions it stays until the browser closes, so a
+// service worker once evaluated in is kept alive.
+func (d *devtools) session(ctx context.Context, id target.ID) (target.SessionID, error) {
+	d.attachMu.Lock()
+	defer d.attachMu.Unlock()
+	d.mu.Lock()
+	sid, ok := d.sessions[id]
+	d.mu.Unlock()
+	if ok {
+		return sid, nil
+	}
+	sid, err := d.attach(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	d.sessions[id] = sid
+	d.mu.Unlock()
+	return sid, nil
+}
+
 // evaluate evaluates expr in session sid, awaits it if it is a promise, and
 // returns its value.
 func (d *devtools) evaluate(ctx context.Context, sid target.SessionID, expr string) (*runtime.RemoteObject, error) {
@@ -135,6 +181,23 @@ func (d *devtools) evaluate(ctx context.Context, sid target.SessionID, expr stri
 		return nil, &chromedp.ExceptionError{ExceptionDetails: res.ExceptionDetails}
 	}
 	return res.Result, nil
+}
+
+// Evaluate evaluates the JavaScript expression in target id as Eval does,
+// bounded by ctx, and returns the error instead of failing the test: for
+// polls of a target that can go away meanwhile (a frame being replaced).
+// It is safe to call from several goroutines.
+func Evaluate[T any](ctx context.Context, b *Browser, id target.ID, expr string) (T, error) {
+	var zero T
+	sid, err := b.devtools.session(ctx, id)
+	if err != nil {
+		return zero, fmt.Errorf("attach: %w", err)
+	}
+	v, err := b.devtools.evaluate(ctx, sid, expr)
+	if err != nil {
+		return zero, err
+	}
+	return decode[T](v)
 }
 
 // decode turns a value returned by value into T, as chromedp.Evaluate does:

@@ -3,6 +3,7 @@ package chromium
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,9 @@ func (b *Browser) fail(t testing.TB, format string, args ...any) {
 }
 
 // attach makes a chromedp context on target id, attached before it returns.
-// Cancelling it detaches and leaves the target open.
+// Cancelling it detaches and leaves the target open. On a page that changes
+// its DOM meanwhile, chromedp's attach races with itself (see devtools):
+// attach once per target, never per poll; poll with Evaluate.
 func (b *Browser) attach(id target.ID) (context.Context, context.CancelFunc, error) {
 	ctx, cancel := chromedp.NewContext(b.Ctx, chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
 	// The session lives as long as the context of the first Run, so that
@@ -73,7 +76,9 @@ func (b *Browser) session(t testing.TB, id target.ID) context.Context {
 // derived from it.
 //
 // A session attached to an extension's service worker keeps the worker
-// alive; tests of idle behaviour must not hold one.
+// alive; tests of idle behaviour must not hold one. Attaching to a page
+// that changes its DOM is a data race inside chromedp (see devtools): take
+// one TargetCtx per target, and poll with Evaluate.
 func (b *Browser) TargetCtx(t testing.TB, id target.ID) context.Context {
 	t.Helper()
 	ctx, cancel, err := b.attach(id)
@@ -273,16 +278,46 @@ func (b *Browser) Text(t testing.TB, id target.ID, selector string) string {
 
 // Eval evaluates the JavaScript expression in target id (a page or a
 // worker), awaits it if it is a promise, and decodes the result into T.
-// (Go methods cannot have type parameters, so this is a function.)
+// (Go methods cannot have type parameters, so this is a function.) It
+// attaches to the target on first use and stays attached, so a service
+// worker once evaluated in is kept alive.
 func Eval[T any](t testing.TB, b *Browser, id target.ID, expr string) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.session(t, id), b.Timeout)
+	ctx, cancel := b.timeout()
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	v, err := Evaluate[T](ctx, b, id, expr)
 	if err != nil {
 		b.fail(t, "evaluate %q in %s: %v", expr, id, err)
 	}
 	return v
+}
+
+// WaitEval polls the JavaScript expression in target id until it is true,
+// and fails the test after timeout (b.Timeout if zero) with its last value
+// or error. Errors meanwhile (the target not ready yet) do not end the wait.
+func (b *Browser) WaitEval(t testing.TB, id target.ID, expr string, timeout time.Duration) {
+	t.Helper()
+	if timeout <= 0 {
+		timeout = b.Timeout
+	}
+	ctx, cancel := context.WithTimeout(b.Ctx, timeout)
+	defer cancel()
+	for {
+		ok, err := Evaluate[bool](ctx, b, id, expr)
+		if err == nil && ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New("it is false")
+			}
+			b.fail(t, "%s never held in %s within %v: %v", expr, id, timeout, err)
+		case <-b.exited:
+			b.fail(t, "the browser exited (%v) while waiting for %s", b.cmd.ProcessState, expr)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }
 
 // harness is a small extension of the test harness, loaded on first use.
@@ -334,20 +369,8 @@ func (b *Browser) harnessWorker(t testing.TB) target.ID {
 	}
 	h = &harness{id: res.ID}
 	h.worker = b.ServiceWorker(t, h.id)
-	wctx := b.session(t, h.worker) // attach now: the session keeps the worker alive
-	// A just-started worker can answer before its extension APIs exist.
-	for ready := false; !ready; {
-		rctx, rcancel := context.WithTimeout(wctx, time.Second)
-		v, err := chromedp.Run(rctx, chromedp.Evaluate[bool](`typeof chrome === "object" && !!chrome.debugger`))
-		rcancel()
-		ready = err == nil && v
-		if !ready {
-			if ctx.Err() != nil {
-				b.fail(t, "the harness extension's worker never got its APIs: %v", err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	// Evaluating attaches for good, which keeps the worker alive.
+	b.WaitEval(t, h.worker, `typeof chrome.debugger.getTargets === "function"`, 0)
 	b.mu.Lock()
 	b.harness = h
 	b.mu.Unlock()
