@@ -25,9 +25,12 @@
 //	status := b.Text(t, tab, "#status")
 //	tabID := b.TabIDOf(t, tab) // the chrome.tabs ID the extension sees
 //	n := chromium.Eval[int](t, b, tab, "window.clicks")
+//	b.WaitEval(t, tab, "window.clicks > 1", 0)
 //
-// For anything else, attach a chromedp context with b.TargetCtx and use
-// chromedp (v0.23 API) on it; b.Ctx is the browser-level context.
+// Eval, Evaluate and WaitEval run on a DevTools connection of the harness's
+// own, not chromedp: poll with them. For anything else, attach a chromedp
+// context with b.TargetCtx, once per target, and use chromedp (v0.23 API)
+// on it; b.Ctx is the browser-level context.
 package chromium
 
 import (
@@ -145,6 +148,8 @@ type Browser struct {
 	wsURL  string
 	root   string
 	cancel context.CancelFunc
+
+	devtools *devtools // the harness's own DevTools connection
 
 	mu      sync.Mutex
 	tabs    map[target.ID]context.Context // cached contexts of the helpers
@@ -270,6 +275,11 @@ func Launch(t testing.TB, opts Options) *Browser {
 		t.Fatalf("chromium: connect to %s: %v\n%s", wsURL, err, b.StderrTail(8<<10))
 	}
 	b.Ctx = bctx
+	dctx, dcancel := b.timeout()
+	defer dcancel()
+	if b.devtools, err = dialDevtools(dctx, wsURL); err != nil {
+		t.Fatalf("chromium: connect to %s: %v\n%s", wsURL, err, b.StderrTail(8<<10))
+	}
 	return b
 }
 
@@ -356,6 +366,9 @@ func (b *Browser) close() error {
 	b.mu.Unlock()
 	for i := len(cancels) - 1; i >= 0; i-- {
 		cancels[i]()
+	}
+	if b.devtools != nil {
+		b.devtools.close()
 	}
 	if b.cancel != nil {
 		b.cancel()

@@ -3,6 +3,7 @@ package chromium
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,9 @@ func (b *Browser) fail(t testing.TB, format string, args ...any) {
 }
 
 // attach makes a chromedp context on target id, attached before it returns.
-// Cancelling it detaches and leaves the target open.
+// Cancelling it detaches and leaves the target open. On a page that changes
+// its DOM meanwhile, chromedp's attach races with itself (see devtools):
+// attach once per target, never per poll; poll with Evaluate.
 func (b *Browser) attach(id target.ID) (context.Context, context.CancelFunc, error) {
 	ctx, cancel := chromedp.NewContext(b.Ctx, chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
 	// The session lives as long as the context of the first Run, so that
@@ -73,7 +76,9 @@ func (b *Browser) session(t testing.TB, id target.ID) context.Context {
 // derived from it.
 //
 // A session attached to an extension's service worker keeps the worker
-// alive; tests of idle behaviour must not hold one.
+// alive; tests of idle behaviour must not hold one. Attaching to a page
+// that changes its DOM is a data race inside chromedp (see devtools): take
+// one TargetCtx per target, and poll with Evaluate.
 func (b *Browser) TargetCtx(t testing.TB, id target.ID) context.Context {
 	t.Helper()
 	ctx, cancel, err := b.attach(id)
@@ -181,14 +186,59 @@ func (b *Browser) WaitTarget(t testing.TB, match func(*target.Info) bool, timeou
 	return nil
 }
 
-// ServiceWorker waits for the service worker of extension extensionID and
-// returns its target. It does not attach to it.
+// ServiceWorker waits for the service worker of extension extensionID to
+// be activated with its extension APIs, and returns its target. It does not
+// stay attached to it.
+//
+// The worker's target is listed, and answers evaluations, before that:
+// while it is parsed and installing, chrome can be undefined, and
+// chrome.runtime.connectNative called then was seen never to answer, every
+// later evaluation in the worker hanging behind it.
 func (b *Browser) ServiceWorker(t testing.TB, extensionID string) target.ID {
 	t.Helper()
 	prefix := "chrome-extension://" + extensionID + "/"
-	return b.WaitTarget(t, func(info *target.Info) bool {
+	id := b.WaitTarget(t, func(info *target.Info) bool {
 		return info.Type == "service_worker" && strings.HasPrefix(info.URL, prefix)
 	}, 0).TargetID
+	if err := b.workerReady(id); err != nil {
+		b.fail(t, "the service worker %s of extension %s: %v", id, extensionID, err)
+	}
+	return id
+}
+
+// workerReady polls, in a session of its own, until worker id is activated
+// and has its extension APIs, for up to b.Timeout.
+func (b *Browser) workerReady(id target.ID) error {
+	const state = `String(globalThis.serviceWorker?.state) + " " + typeof globalThis.chrome?.runtime?.id`
+	ctx, cancel := b.timeout()
+	defer cancel()
+	sid, err := b.devtools.attach(ctx, id)
+	if err != nil {
+		return fmt.Errorf("attach: %w", err)
+	}
+	defer func() {
+		ctx, cancel := b.timeout()
+		defer cancel()
+		b.devtools.detach(ctx, sid)
+	}()
+	for {
+		var got string
+		v, err := b.devtools.evaluate(ctx, sid, state)
+		if err == nil {
+			got, err = decode[string](v)
+		}
+		if got == "activated string" {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("its state and typeof chrome.runtime.id are %q", got)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not activated with its APIs within %v: %w", b.Timeout, err)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }
 
 // Click clicks the first element matching the CSS selector in target id,
@@ -228,16 +278,46 @@ func (b *Browser) Text(t testing.TB, id target.ID, selector string) string {
 
 // Eval evaluates the JavaScript expression in target id (a page or a
 // worker), awaits it if it is a promise, and decodes the result into T.
-// (Go methods cannot have type parameters, so this is a function.)
+// (Go methods cannot have type parameters, so this is a function.) It
+// attaches to the target on first use and stays attached, so a service
+// worker once evaluated in is kept alive.
 func Eval[T any](t testing.TB, b *Browser, id target.ID, expr string) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.session(t, id), b.Timeout)
+	ctx, cancel := b.timeout()
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	v, err := Evaluate[T](ctx, b, id, expr)
 	if err != nil {
 		b.fail(t, "evaluate %q in %s: %v", expr, id, err)
 	}
 	return v
+}
+
+// WaitEval polls the JavaScript expression in target id until it is true,
+// and fails the test after timeout (b.Timeout if zero) with its last value
+// or error. Errors meanwhile (the target not ready yet) do not end the wait.
+func (b *Browser) WaitEval(t testing.TB, id target.ID, expr string, timeout time.Duration) {
+	t.Helper()
+	if timeout <= 0 {
+		timeout = b.Timeout
+	}
+	ctx, cancel := context.WithTimeout(b.Ctx, timeout)
+	defer cancel()
+	for {
+		ok, err := Evaluate[bool](ctx, b, id, expr)
+		if err == nil && ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New("it is false")
+			}
+			b.fail(t, "%s never held in %s within %v: %v", expr, id, timeout, err)
+		case <-b.exited:
+			b.fail(t, "the browser exited (%v) while waiting for %s", b.cmd.ProcessState, expr)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }
 
 // harness is a small extension of the test harness, loaded on first use.
@@ -289,20 +369,8 @@ func (b *Browser) harnessWorker(t testing.TB) target.ID {
 	}
 	h = &harness{id: res.ID}
 	h.worker = b.ServiceWorker(t, h.id)
-	wctx := b.session(t, h.worker) // attach now: the session keeps the worker alive
-	// A just-started worker can answer before its extension APIs exist.
-	for ready := false; !ready; {
-		rctx, rcancel := context.WithTimeout(wctx, time.Second)
-		v, err := chromedp.Run(rctx, chromedp.Evaluate[bool](`typeof chrome === "object" && !!chrome.debugger`))
-		rcancel()
-		ready = err == nil && v
-		if !ready {
-			if ctx.Err() != nil {
-				b.fail(t, "the harness extension's worker never got its APIs: %v", err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	// Evaluating attaches for good, which keeps the worker alive.
+	b.WaitEval(t, h.worker, `typeof chrome.debugger.getTargets === "function"`, 0)
 	b.mu.Lock()
 	b.harness = h
 	b.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/target"
-	"github.com/chromedp/chromedp"
 
 	"github.com/dsh-browser/broker/client"
 	"github.com/dsh-browser/broker/install"
@@ -54,12 +53,12 @@ func (s *Stack) OpenApp(t testing.TB, id, readyExpr string) *AppTab {
 
 // tryEval evaluates expr in target id, and reports false instead of
 // failing when the target went away meanwhile (a frame being replaced).
+// It goes through chromium.Evaluate, not a chromedp context per poll:
+// chromedp's attach to a frame that renders is a data race (-race).
 func tryEval(b *chromium.Browser, id target.ID, expr string) (string, bool) {
-	ctx, cancel := chromedp.NewContext(b.Ctx, chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
+	ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
 	defer cancel()
-	ctx, stop := context.WithTimeout(ctx, 10*time.Second)
-	defer stop()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	v, err := chromium.Evaluate[string](ctx, b, id, expr)
 	return v, err == nil
 }
 
