@@ -442,8 +442,9 @@ export function pageReader(opts, ...listenedElements) {
 
   // nameOf is an element's accessible name.
   function nameOf(el, tag, role, focusable) {
-    // A focusable element may be named whatever its role.
-    if (NO_NAME.has(role) && !focusable) return '';
+    // A focusable element may be named whatever its role. Chromium names
+    // a line break by its text.
+    if (NO_NAME.has(role) && !focusable) return role === 'LineBreak' ? '\n' : '';
     textSteps = 0;
     const by = labelledBy(el);
     if (by) return by;

@@ -421,6 +421,7 @@ two</textarea>
 <input type="checkbox" id="indet" aria-label="Indeterminate">
 <div contenteditable="plaintext-only" aria-label="Plain editor">plain</div>
 <div contenteditable="true"><p>Rich <b>editor</b></p></div>
+<div contenteditable="true"><p>Line one<br>Line two</p></div>
 <details open><summary>More</summary><p>Details text</p></details>
 <details><summary>Closed</summary><p>Closed details text</p><button>In closed details</button></details>
 <div hidden="until-found"><p>Found text</p><button>Found button</button></div>
