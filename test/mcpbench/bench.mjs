@@ -20,6 +20,10 @@
 //                         spaces (e.g. "--timeout-settle 0")
 //   DSH_MCPBENCH_DUMP     a directory: write there what each server answered
 //                         (snapshot, find, click) in the last iteration
+//   DSH_MCPBENCH_PROBE=1  instead of the tables, the latency probe (probe below):
+//                         broker mcp and chrome-devtools-mcp only, DSH_MCPBENCH_N
+//                         rounds (default 15) on DSH_MCPBENCH_PROBE_PAGES
+//                         (default /counter,/form)
 //
 // First, for each server in turn, a few cold starts: a fresh server
 // process, from its start to its first snapshot of /form (what a host pays
@@ -295,6 +299,51 @@ async function task(server, page, { expect = false, lenient = false } = {}) {
 // browser list and the claim of its tab (the page is already open in the
 // user's browser), for the anchors the navigation that launches their
 // browser; then the snapshot.
+// probe separates what a snapshot costs from the path it takes, for
+// broker mcp and chrome-devtools-mcp in turn (the order rotates each
+// round): per round, 10 MCP pings; for broker mcp 10 browser_list calls
+// without an instance (broker mcp and the broker only) and 10 with one (a
+// provider round trip: native messaging, the extension, chrome.tabs.query);
+// then per page a fresh load, 250 ms, and three snapshots in a row (fresh,
+// again, again2). It prints the median of each.
+async function probe() {
+  const dir = mkdtempSync(join(tmpdir(), 'dsh-mcpprobe-'));
+  const servers = [new Broker(), new DevTools(dir)];
+  const pages = (process.env.DSH_MCPBENCH_PROBE_PAGES ?? '/counter,/form').split(',');
+  const samples = new Map();
+  const add = (key, ms) => samples.set(key, [...(samples.get(key) ?? []), ms]);
+  try {
+    for (const s of servers) await s.connect();
+    for (let i = 0; i < N; i++) {
+      for (let k = 0; k < servers.length; k++) {
+        const s = servers[(i + k) % servers.length];
+        for (let j = 0; j < 10; j++) {
+          const t0 = performance.now();
+          await s.client.ping();
+          add(`${s.name}: ping`, performance.now() - t0);
+        }
+        if (s instanceof Broker) {
+          for (let j = 0; j < 10; j++) {
+            add(`${s.name}: browser_list (the broker only)`, (await s.call('browser_list', {})).ms);
+            add(`${s.name}: browser_list of the tabs (a provider round trip)`, (await s.call('browser_list', { instanceId: env.instance })).ms);
+          }
+        }
+        for (const path of pages) {
+          await s.load(path);
+          await sleep(SETTLE_MS);
+          for (const when of ['fresh', 'again', 'again2']) add(`${s.name}: ${path} ${s.snapshotTool} ${when}`, (await s.snapshot()).ms);
+        }
+      }
+      log(`probe round ${i + 1}/${N} done`);
+    }
+    console.log(`Latency probe: ${N} rounds, servers interleaved; medians in ms`);
+    for (const [key, xs] of samples) console.log(`- ${key}: ${fmtMs(median(xs))} (min ${fmtMs(Math.min(...xs))}, n=${xs.length})`);
+  } finally {
+    await Promise.allSettled(servers.map((s) => s.close()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function coldStart(make) {
   const server = make();
   try {
@@ -469,7 +518,7 @@ function report(servers, samples, cold, bigExpect) {
   console.log('\nsamples ' + JSON.stringify({ samples, cold, bigExpect }));
 }
 
-main().catch((e) => {
+(process.env.DSH_MCPBENCH_PROBE === '1' ? probe() : main()).catch((e) => {
   console.error(e?.stack ?? e);
   process.exit(1);
 });
