@@ -183,6 +183,21 @@ function loader(t) {
   return doc;
 }
 
+// movingWorld serves the reader in one world at a time, {id} (a
+// navigation gives the new document a world of its own): a call in any
+// other fails as Chromium fails a call in a context that is gone.
+function movingWorld(t, passes) {
+  const world = { id: 7 };
+  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: world.id }));
+  t.chrome.cdp.set('Runtime.callFunctionOn', ({ executionContextId, arguments: args }) => {
+    if (!args) return { result: { type: 'undefined' } };
+    if (executionContextId !== world.id) throw new Error('Cannot find context with specified id');
+    passes.push({ opts: args[0].value, objects: [], tag: args[0].value.tag });
+    return { result: { type: 'string', value: JSON.stringify({ nodes: [button, text], truncated: false, frameOwners: 0 }) } };
+  });
+  return world;
+}
+
 test('a document read once is read again in one round trip: the reader goes beside the tab check', async () => {
   const t = await granted();
   loader(t);
@@ -231,19 +246,11 @@ test('a tab gone before its check answers LEASE_REVOKED, though the reader ran',
 test('a navigation drops the world and asks the new document\'s; a world of another document is never used', async () => {
   const t = await granted();
   const doc = loader(t);
-  let world = 7;
-  const passes = page(t, { nodes: [button, text] });
-  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: world }));
-  t.chrome.cdp.set('Runtime.callFunctionOn', ({ functionDeclaration, executionContextId, arguments: args }) => {
-    if (!args) return { result: { type: 'undefined' } };
-    if (executionContextId !== world) throw new Error('Cannot find context with specified id');
-    passes.push({ opts: args[0].value, objects: [], tag: args[0].value.tag });
-    return { result: { type: 'string', value: JSON.stringify({ nodes: [button, text], truncated: false, frameOwners: 0 }) } };
-  });
+  const world = movingWorld(t, page(t, { nodes: [button, text] }));
   await t.read();
   // The page navigates: the event renews the world (context 8).
   doc.loaderId = 'L2';
-  world = 8;
+  world.id = 8;
   const before = t.chrome.commands.length;
   t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
   for (let i = 0; i < 10; i++) await flush();
@@ -257,7 +264,7 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   // A navigation the worker has not heard of: the first frame tree names
   // another document than the world's, the read asks for a new world.
   doc.loaderId = 'L3';
-  world = 9;
+  world.id = 9;
   const late = t.chrome.commands.length;
   const r2 = await t.read();
   assert.equal(r2.value.documentEpoch, 'F1:L3');
@@ -290,19 +297,11 @@ test('the reader is warmed as its document loads: one call in the document\'s wo
 test('a document that loads before its world is known is warmed once the world is kept; a document left before is not', async () => {
   const t = await granted();
   const doc = loader(t);
-  let world = 7;
-  const passes = page(t, { nodes: [button, text] });
-  t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: world }));
-  t.chrome.cdp.set('Runtime.callFunctionOn', ({ executionContextId, arguments: args }) => {
-    if (executionContextId !== world) throw new Error('Cannot find context with specified id');
-    if (!args) return { result: { type: 'undefined' } };
-    passes.push({ opts: args[0].value, objects: [], tag: args[0].value.tag });
-    return { result: { type: 'string', value: JSON.stringify({ nodes: [button, text], truncated: false, frameOwners: 0 }) } };
-  });
+  const world = movingWorld(t, page(t, { nodes: [button, text] }));
   await t.read();
   // Commit and load in one go: the load comes before the new world is kept.
   doc.loaderId = 'L2';
-  world = 8;
+  world.id = 8;
   const before = t.chrome.commands.length;
   t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
   t.chrome.event(1, 'Page.loadEventFired', { timestamp: 1 });
@@ -311,7 +310,7 @@ test('a document that loads before its world is known is warmed once the world i
   // A document that loads and is left before its world is known: only
   // the next document's world could be kept, and it has not loaded.
   doc.loaderId = 'L3';
-  world = 9;
+  world.id = 9;
   const mid = t.chrome.commands.length;
   t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2b', url: 'https://a.test/gone' } });
   t.chrome.event(1, 'Page.loadEventFired', { timestamp: 2 });
