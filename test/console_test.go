@@ -48,10 +48,18 @@ func openConsole(t *testing.T, s *stack.Stack) target.ID {
 func waitJS(t *testing.T, s *stack.Stack, id target.ID, expr, what string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for !chromium.Eval[bool](t, s.Browser, id, expr) {
+	for {
+		// A window just opened may not have its document yet: an
+		// expression that throws there is not true yet.
+		ctx, cancel := context.WithTimeout(s.Browser.Ctx, 10*time.Second)
+		ok, err := chromium.Evaluate[bool](ctx, s.Browser, id, expr)
+		cancel()
+		if err == nil && ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			body := chromium.Eval[string](t, s.Browser, id, `document.body.innerText`)
-			t.Fatalf("waited 30 s for %s\nthe page says:\n%s\nbroker:\n%s", what, body, s.B.Stderr)
+			body := chromium.Eval[string](t, s.Browser, id, `document.body?.innerText ?? ''`)
+			t.Fatalf("waited 30 s for %s (last: %v)\nthe page says:\n%s\nbroker:\n%s", what, err, body, s.B.Stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
