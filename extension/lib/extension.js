@@ -65,10 +65,6 @@ export function createExtension(chrome, {
     onDocument: (gate) => {
       if (pageread.PAGE_READ.on) pageread.renew(gate, (method, p) => gates.send(gate, UNCANCELLED, method, p));
     },
-    // ... and the reader warmed once it has loaded.
-    onLoad: (gate) => {
-      if (pageread.PAGE_READ.on) pageread.warm(gate, (method, p) => gates.send(gate, UNCANCELLED, method, p));
-    },
   });
   const transport = createTransport({
     chrome, timers, uuid,

@@ -30,8 +30,8 @@ export const leaseInWindow = (lease, now) => lease.expiresAt > now && lease.expi
 
 // emit(conn, event, value) sends an event on the gate's connection.
 // onDocument is called with a gate whose main frame committed a new
-// document (after its epoch is set), onLoad once that document has loaded.
-export function createGates({ chrome, timers, now, emit, onDocument = () => {}, onLoad = () => {} }) {
+// document (after its epoch is set).
+export function createGates({ chrome, timers, now, emit, onDocument = () => {} }) {
   const gates = new Map(); // tab ID -> gate
   const reserved = new Set(); // tab IDs with a grant under way
   const detaching = new Map(); // tab ID -> promise of our detach
@@ -161,10 +161,8 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {}, 
       case 'Page.navigatedWithinDocument':
         if (params.frameId !== gate.mainFrameId) return;
         break;
-      case 'Page.loadEventFired':
-        onLoad(gate);
-        break;
       case 'DOM.documentUpdated':
+      case 'Page.loadEventFired':
         break;
       default:
         return;

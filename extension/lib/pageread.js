@@ -114,34 +114,7 @@ function keep(gate, send, world) {
   const old = gate.world;
   if (old?.document === world.document) return;
   gate.world = world;
-  if (gate.warmEpoch === world.epoch) warm(gate, send);
   if (old) send('Runtime.releaseObject', { objectId: old.document }).catch(() => {});
-}
-
-// WARM runs the reader with WARM_BUDGETS, drops its answer and removes
-// its tags.
-const WARM = `function (opts) { const read = globalThis.${GLOBAL}; if (read !== undefined) read(opts); (${REMOVE})(); }`;
-const WARM_BUDGETS = { controls: 12, regions: 4, texts: 24, textBytes: 2048, nodeBytes: 4096 };
-
-// warm runs the reader once, on the first few nodes of the document, as
-// the main frame's document has loaded (or once its world is kept, if it
-// loaded before). V8 compiles the reader's functions when first called and
-// the document's first read forces its style and layout: in a fresh
-// document that first call took 2 to 3 ms more than the next ones, and an
-// agent's first read comes right after a load (BENCHMARKS.md "The reader
-// warmed on load"). Its answer never leaves the page.
-export function warm(gate, send) {
-  const world = gate.world;
-  if (world === undefined || world.epoch !== gate.epoch) {
-    gate.warmEpoch = gate.epoch;
-    return;
-  }
-  gate.warmEpoch = undefined;
-  send('Runtime.callFunctionOn', {
-    functionDeclaration: WARM,
-    executionContextId: world.context,
-    arguments: [{ value: { ...options(), budgets: WARM_BUDGETS } }],
-  }).catch(() => {});
 }
 
 // start begins a whole document's read beside the first frame tree and
