@@ -227,16 +227,27 @@ func TestBatchCrashNeverResumes(t *testing.T) {
 			b := setupBatch(t, s, "/counter", a, journalKey)
 			add := refOf(t, b.obs, "button", "Add one")
 			params := b.params(fmt.Sprintf("crash-%s-%d-%d", point, trial, time.Now().UnixNano()), clickExpect(add, "Clicks: 1"), clickExpect(add, "Clicks: 2"))
-			if _, err := b.c.Call(context.Background(), "browser.batch", params); !errors.Is(err, wire.Err(wire.CodeConnectionLost)) {
-				t.Fatalf("%s: batch answered %v; the broker should have died", point, err)
+			// Every wait is bounded: a broker that hangs instead of dying
+			// fails here with its log, not at the package's timeout.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err := b.c.Call(ctx, "browser.batch", params)
+			cancel()
+			if !errors.Is(err, wire.Err(wire.CodeConnectionLost)) {
+				t.Fatalf("%s: batch answered %v; the broker should have died\nbroker:\n%s", point, err, s.B.Stderr)
 			}
-			<-s.B.Exited()
+			select {
+			case <-s.B.Exited():
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: broker still running\nbroker:\n%s", point, s.B.Stderr)
+			}
 			before := clicks(t, s, b.target)
 			restart(t, s)
 			c := s.B.Client(t, client.Options{JournalKey: journalKey, OnRequest: a.answer})
-			raw, err := c.Call(context.Background(), "browser.batch", params)
+			ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+			raw, err := c.Call(ctx, "browser.batch", params)
+			cancel()
 			if err != nil {
-				t.Fatalf("%s: retry: %v", point, err)
+				t.Fatalf("%s: retry: %v\nbroker:\n%s", point, err, s.B.Stderr)
 			}
 			var r browser.BatchResult
 			json.Unmarshal(raw, &r)
