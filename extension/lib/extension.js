@@ -273,12 +273,8 @@ export function createExtension(chrome, {
     const early = ctx.early;
     ctx.early = undefined;
     try {
-      const out = await pageread.read(ctx.send, ctx.gate, page, { early, lastCall });
-      // A frame owner in a closed shadow root is out of the reader's
-      // sight, its frame not out of the frame tree's (the first attempt's).
-      const frames = early ? (await ctx.tree.catch(() => undefined))?.frameTree?.childFrames?.length : undefined;
-      if (out.frameOwners !== undefined && frames > out.frameOwners) out.frameOwners = frames;
-      return out;
+      // The first frame tree names the first attempt's document only.
+      return await pageread.read(ctx.send, ctx.gate, page, { early, lastCall, tree: early && ctx.tree });
     } catch (e) {
       if (!(e instanceof pageread.Unreadable)) throw e;
     }

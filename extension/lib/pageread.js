@@ -142,8 +142,10 @@ export function start(send, gate) {
 // only a world of the document the first frame tree names (page) is used.
 // lastCall is called once every call the answer depends on is sent (with
 // the frame tree already asked after them, when start asked it), and
-// again after any that follows.
-export async function read(send, gate, page, { early = start(send, gate), lastCall = () => {} } = {}) {
+// again after any that follows. tree, when given, is the frame tree that
+// named page's document: its child frames are frame owners too (one in a
+// closed shadow root is out of the reader's sight, not of the tree's).
+export async function read(send, gate, page, { early = start(send, gate), lastCall = () => {}, tree } = {}) {
   let context, document, opts, first;
   if (early.pass !== undefined && early.world.epoch === page.documentEpoch) {
     ({ context, document } = early.world);
@@ -189,6 +191,8 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
       if (answer.incomplete) throw new Unreadable('more listened elements than a read passes');
     }
     const out = finish(page, answer, tagged);
+    const frames = (await tree?.catch(() => undefined))?.frameTree?.childFrames?.length;
+    if (out.frameOwners !== undefined && frames > out.frameOwners) out.frameOwners = frames;
     // The world served the document the first frame tree names; the
     // caller proves the same document after (oneDocument), or reads
     // again, as this read then does with a world of its own.

@@ -94,6 +94,17 @@ test('a whole document is read in the page: one reader call, its tags name the b
   assert.equal(t.chrome.commands.slice(before).filter((c) => c.method.startsWith('Accessibility.') || c.method.startsWith('DOMSnapshot.')).length, 0);
 });
 
+test('the frame owners are at least the first frame tree\'s child frames (one in a closed shadow root is out of the reader\'s sight)', async () => {
+  const t = await granted();
+  const children = (n) => Array.from({ length: n }, (_, i) => ({ frame: { id: `C${i}`, loaderId: 'CL', url: 'https://b.test/' } }));
+  let childFrames = children(3);
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: { frame: { id: 'F1', loaderId: 'L1', url: 'https://a.test/' }, childFrames } }));
+  page(t, { nodes: [button, text], frameOwners: 2 });
+  assert.equal((await t.read()).value.frameOwners, 3, 'the tree has more');
+  childFrames = children(1);
+  assert.equal((await t.read()).value.frameOwners, 2, 'the reader has more');
+});
+
 test('a listener of a control the reader sent, or of the document, needs no second pass', async () => {
   const t = await granted();
   const passes = page(t, { nodes: [button, text], listeners: { 100: ['click'] } });

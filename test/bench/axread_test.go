@@ -189,8 +189,7 @@ globalThis.readTimes = async (tabId, how, n, settings = {}) => {
 // (extension.js oneDocument and readDocument): with its driver
 // (lib/pageread.js) started beside the frame tree that names the
 // document, its world kept per tab and document, and the frame tree that
-// proves the document asked after its last call; frameOwners as
-// readDocument takes it (at least the frame tree's child frames). It
+// proves the document asked after its last call. It
 // answers the answer, the time to it (ms) and to the proving frame tree
 // (fencedMs), and the calls it sent.
 const productGates = new Map(); // tab ID -> the driver's state of the tab
@@ -206,19 +205,18 @@ async function readProduct(tabId) {
   calls = 0;
   const t0 = performance.now();
   const early = pageread.start(send, gate);
-  const { frameTree } = await send('Page.getFrameTree');
+  const tree = send('Page.getFrameTree');
+  const { frameTree } = await tree;
   gate.epoch = frameTree.frame.id + ':' + frameTree.frame.loaderId;
   let asked;
-  const lastCall = (tree) => {
-    asked = tree ?? send('Page.getFrameTree');
+  const lastCall = (after) => {
+    asked = after ?? send('Page.getFrameTree');
     asked.catch(() => {});
   };
-  const answer = await pageread.read(send, gate, { documentEpoch: gate.epoch, url: 'http://bench/', title: 'bench' }, { early, lastCall });
+  const answer = await pageread.read(send, gate, { documentEpoch: gate.epoch, url: 'http://bench/', title: 'bench' }, { early, lastCall, tree });
   const ms = performance.now() - t0;
   await asked;
   const fencedMs = performance.now() - t0;
-  const frames = frameTree.childFrames?.length ?? 0;
-  if (answer.frameOwners !== undefined && frames > answer.frameOwners) answer.frameOwners = frames;
   return { answer, ms, fencedMs, calls };
 }
 // productTimes reads the tab n times in the page as the product does and
