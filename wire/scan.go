@@ -22,15 +22,23 @@ const maxDepth = 10000
 // its last value, as decoding into a map does.
 func splitObject(data []byte) (object, error) {
 	obj := make(object, 4)
-	if err := splitObjectInto(data, obj); err != nil {
+	err := eachMember(data, func(rawKey, value []byte) error {
+		key, err := unquote(rawKey)
+		obj[key] = value
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return obj, nil
 }
 
-// splitObjectInto is splitObject into an empty map of the caller's, which
-// may then live on the caller's stack.
-func splitObjectInto(data []byte, obj object) error {
+// eachMember calls f with the key, quoted as it is in data, and the value
+// of each member of one JSON object, in order, in one validating pass:
+// both are subslices of data. It accepts exactly what encoding/json
+// accepts, with white space around the object; an error f returns ends
+// the pass.
+func eachMember(data []byte, f func(rawKey, value []byte) error) error {
 	s := scanner{data: data}
 	s.space()
 	if s.i >= len(s.data) || s.data[s.i] != '{' {
@@ -47,10 +55,7 @@ func splitObjectInto(data []byte, obj object) error {
 			if err := s.string(); err != nil {
 				return err
 			}
-			key, err := unquote(s.data[start:s.i])
-			if err != nil {
-				return err
-			}
+			rawKey := s.data[start:s.i:s.i]
 			s.space()
 			if s.peek() != ':' {
 				return errSyntax
@@ -61,7 +66,9 @@ func splitObjectInto(data []byte, obj object) error {
 			if err := s.value(1); err != nil {
 				return err
 			}
-			obj[key] = s.data[vstart:s.i:s.i]
+			if err := f(rawKey, s.data[vstart:s.i:s.i]); err != nil {
+				return err
+			}
 			s.space()
 			switch s.peek() {
 			case ',':
