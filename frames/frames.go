@@ -135,7 +135,7 @@ type Reader struct {
 	body []byte
 	got  int
 	// err is the error src returned, kept until the frames read before it
-	// are taken.
+	// are taken, then returned once.
 	err error
 	// parsed: the caller parses every payload at once with a parser that
 	// refuses what is not JSON (wire.ParseEnvelope), so Read leaves that
@@ -171,8 +171,9 @@ func (fr *Reader) Read() ([]byte, error) {
 		if payload, err := fr.Next(); payload != nil || err != nil {
 			return payload, err
 		}
-		if fr.err != nil {
-			return nil, fr.ended(fr.err)
+		if err := fr.err; err != nil {
+			fr.err = nil // returned once, as bufio does: after a read deadline, reading goes on
+			return nil, fr.ended(err)
 		}
 		n, err := fr.Fill(fr.src.Read)
 		if err != nil {
