@@ -54,6 +54,11 @@ func (k *keptTabs) AppendJSON(b []byte) []byte {
 	if k.null {
 		return append(b, "null"...)
 	}
+	n := 2 + len(k.tabs)
+	for _, t := range k.tabs {
+		n += len(t)
+	}
+	b = slices.Grow(b, n)
 	b = append(b, '[')
 	for i, t := range k.tabs {
 		if i > 0 {
