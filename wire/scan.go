@@ -472,15 +472,58 @@ func Members(data []byte, f func(key, value []byte) error) error {
 	if err := s.whole('{'); err != nil {
 		return err
 	}
+	return s.members(f)
+}
+
+// ObjectElements is [Elements] of an array of objects and [Members] of
+// each element in one validating pass (each element is not checked a
+// second time): it calls member with each member of an element, as
+// Members does, then end with the element's text (a subslice of data).
+// An element that is not an object is an error, found before end sees
+// it; so is an error member or end returns.
+func ObjectElements(data []byte, member func(key, value []byte) error, end func(elem []byte) error) error {
+	s := scanner{data: data}
+	if err := s.whole('['); err != nil {
+		return err
+	}
 	s.i++
 	s.space()
-	if s.peek() == '}' {
+	if s.peek() == ']' {
 		return nil
 	}
 	for {
 		s.space()
 		start := s.i
-		s.skipString() // whole checked it
+		if s.data[s.i] != '{' {
+			return errSyntax
+		}
+		if err := s.members(member); err != nil {
+			return err
+		}
+		if err := end(s.data[start:s.i:s.i]); err != nil {
+			return err
+		}
+		s.space()
+		if s.peek() == ']' {
+			return nil
+		}
+		s.i++ // ','
+	}
+}
+
+// members steps over the object at s.i, which whole has checked, calling
+// f with each member's decoded key and raw value, and leaves s after it.
+func (s *scanner) members(f func(key, value []byte) error) error {
+	s.i++ // '{'
+	s.space()
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.space()
+		start := s.i
+		s.skipString()
 		key := s.data[start+1 : s.i-1]
 		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
 			k, err := unquote(s.data[start:s.i])
@@ -499,6 +542,7 @@ func Members(data []byte, f func(key, value []byte) error) error {
 		}
 		s.space()
 		if s.peek() == '}' {
+			s.i++
 			return nil
 		}
 		s.i++ // ','

@@ -81,30 +81,30 @@ func (r *Runtime) keepTabs(raw json.RawMessage, instanceID string) (*keptTabs, e
 		return &keptTabs{null: true}, nil
 	}
 	kept := &keptTabs{tabs: make([][]byte, 0, 8)}
-	err := wire.Elements(raw, func(elem []byte) error {
-		var values [4][]byte // id, instanceId, url, title; nil when absent or null
-		err := wire.Members(elem, func(key, value []byte) error {
-			i := tabMember(key)
-			if i < 0 {
-				return nil
-			}
-			values[i] = nil
-			if string(value) != "null" {
-				if value[0] != '"' {
-					return errNotAString
-				}
-				values[i] = value // the last one counts, as in json.Unmarshal
-			}
+	var got [4][]byte // the element's id, instanceId, url, title; nil when absent or null
+	member := func(key, value []byte) error {
+		i := tabMember(key)
+		if i < 0 {
 			return nil
-		})
-		if err != nil {
-			return err
 		}
+		got[i] = nil
+		if string(value) != "null" {
+			if value[0] != '"' {
+				return errNotAString
+			}
+			got[i] = value // the last one counts, as in json.Unmarshal
+		}
+		return nil
+	}
+	err := wire.ObjectElements(raw, member, func(elem []byte) error {
+		values := got
+		clear(got[:]) // the next element starts with none
 		var tab [4]string
 		for i, v := range values {
 			if v == nil {
 				continue
 			}
+			var err error
 			if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 				// Its text is its value. The view is only read here, and
 				// raw (a frame's payload, this call's own) is never written.
