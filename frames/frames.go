@@ -11,6 +11,7 @@
 package frames
 
 import (
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -121,35 +122,18 @@ func Write(w io.Writer, payload []byte) error {
 }
 
 // Reader reads frames from a stream.
-//
-// It keeps the bytes it has read but not yet returned in a buffer of its
-// own, so that a caller reading the stream itself ([Reader.Fill]) can take
-// every frame that one read brought ([Reader.Next]) before reading again.
 type Reader struct {
-	src io.Reader
-	buf []byte // bytes read and not yet returned are buf[r:w]
-	r   int
-	w   int
-	// body is a payload too large for buf, read straight into its own
-	// allocation; got is how much of it has arrived. nil otherwise.
-	body []byte
-	got  int
-	// err is the error src returned, kept until the frames read before it
-	// are taken, then returned once.
-	err error
+	r   *bufio.Reader
+	hdr [HeaderSize]byte
 	// parsed: the caller parses every payload at once with a parser that
 	// refuses what is not JSON (wire.ParseEnvelope), so Read leaves that
 	// check to it instead of scanning each payload twice.
 	parsed bool
 }
 
-// bufferSize is the size of a Reader's buffer: a read takes up to this
-// much of the stream at once, whatever the frames in it.
-const bufferSize = 64 << 10
-
 // NewReader returns a Reader that reads frames from r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{src: r}
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
 // NewParsedReader returns a Reader for a caller that hands every payload to
@@ -167,139 +151,28 @@ func NewParsedReader(r io.Reader) *Reader {
 // inside one. Any other error means the stream is no longer usable: the
 // caller must close it.
 func (fr *Reader) Read() ([]byte, error) {
-	for empty := 0; ; {
-		if payload, err := fr.Next(); payload != nil || err != nil {
-			return payload, err
-		}
-		if err := fr.err; err != nil {
-			fr.err = nil // returned once, as bufio does: after a read deadline, reading goes on
-			return nil, fr.ended(err)
-		}
-		n, err := fr.Fill(fr.src.Read)
-		if err != nil {
-			fr.err = err
-		}
-		if n > 0 || err != nil {
-			empty = 0
-		} else if empty++; empty >= 100 {
-			return nil, io.ErrNoProgress // as bufio: a reader that returns nothing, forever
-		}
+	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+		return nil, err // io.EOF at a boundary, io.ErrUnexpectedEOF inside the header
 	}
-}
-
-// Next returns the next frame's payload if the bytes read so far hold all
-// of it, and nil, nil when more must be read first. An error is the frame's
-// (its length or its payload refused); the stream is then no longer
-// usable.
-func (fr *Reader) Next() ([]byte, error) {
-	if fr.body != nil {
-		if fr.got < len(fr.body) {
-			return nil, nil
-		}
-		payload := fr.body
-		fr.body = nil
-		return payload, fr.check(payload)
-	}
-	if fr.w-fr.r < HeaderSize {
-		fr.makeRoom(HeaderSize)
-		return nil, nil
-	}
-	n := binary.NativeEndian.Uint32(fr.buf[fr.r:])
+	n := binary.NativeEndian.Uint32(fr.hdr[:])
 	if n == 0 {
-		fr.r += HeaderSize
 		return nil, ErrEmpty
 	}
 	if n > MaxPayload {
-		fr.r += HeaderSize
 		return nil, &TooLargeError{Length: uint64(n)}
 	}
-	start, end := fr.r+HeaderSize, fr.r+HeaderSize+int(n)
-	if end <= fr.w {
-		payload := make([]byte, n)
-		copy(payload, fr.buf[start:end])
-		fr.r = end
-		return payload, fr.check(payload)
-	}
-	if HeaderSize+int(n) > bufferSize {
-		// Larger than the buffer: the rest is read straight into it.
-		fr.body = make([]byte, n)
-		fr.got = copy(fr.body, fr.buf[start:fr.w])
-		fr.r, fr.w = 0, 0
-		return nil, nil
-	}
-	fr.makeRoom(HeaderSize + int(n))
-	return nil, nil
-}
-
-// makeRoom moves the buffered bytes to the front of the buffer if the
-// next need bytes from fr.r would not fit behind them.
-func (fr *Reader) makeRoom(need int) {
-	if fr.r == fr.w {
-		fr.r, fr.w = 0, 0
-	} else if fr.r+need > len(fr.buf) {
-		fr.w = copy(fr.buf, fr.buf[fr.r:fr.w])
-		fr.r = 0
-	}
-}
-
-// Fill calls read once with the space the next frame needs: the rest of
-// a large payload, or the buffer's free space. It returns what read
-// returned; n < the space's length means read had no more at the time (a
-// socket that was drained). read's io.EOF becomes io.ErrUnexpectedEOF when
-// it ends a frame part way. Frames it completes are taken with [Reader.Next].
-func (fr *Reader) Fill(read func(p []byte) (int, error)) (int, error) {
-	var space []byte
-	if fr.body != nil {
-		space = fr.body[fr.got:]
-	} else {
-		if fr.buf == nil {
-			fr.buf = make([]byte, bufferSize)
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(fr.r, payload); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
 		}
-		space = fr.buf[fr.w:]
+		return nil, err
 	}
-	n, err := read(space)
-	if n < 0 || n > len(space) {
-		return 0, fmt.Errorf("frames: a read returned %d bytes for a %d-byte buffer", n, len(space))
-	}
-	if fr.body != nil {
-		fr.got += n
-	} else {
-		fr.w += n
-	}
-	if err == io.EOF && n == 0 {
-		err = fr.ended(err)
-	}
-	return n, err
-}
-
-// Space returns how many bytes the next [Reader.Fill] offers its read.
-func (fr *Reader) Space() int {
-	if fr.body != nil {
-		return len(fr.body) - fr.got
-	}
-	if fr.buf == nil {
-		return bufferSize
-	}
-	return len(fr.buf) - fr.w
-}
-
-// ended is err as Read returns it at the end of the stream: io.EOF inside
-// a frame is io.ErrUnexpectedEOF.
-func (fr *Reader) ended(err error) error {
-	if err == io.EOF && (fr.body != nil || fr.w > fr.r) {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-// check refuses a payload that is not UTF-8, or not JSON unless the
-// caller parses it.
-func (fr *Reader) check(payload []byte) error {
 	if !utf8.Valid(payload) {
-		return ErrInvalidUTF8
+		return nil, ErrInvalidUTF8
 	}
 	if !fr.parsed && !json.Valid(payload) {
-		return ErrInvalidJSON
+		return nil, ErrInvalidJSON
 	}
-	return nil
+	return payload, nil
 }

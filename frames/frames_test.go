@@ -454,37 +454,3 @@ func TestSeal(t *testing.T) {
 		}
 	}
 }
-
-// errOnce fails its first read with err, then reads from r.
-type errOnce struct {
-	err error
-	r   io.Reader
-}
-
-func (e *errOnce) Read(p []byte) (int, error) {
-	if err := e.err; err != nil {
-		e.err = nil
-		return 0, err
-	}
-	return e.r.Read(p)
-}
-
-// TestReadGoesOnAfterAnError: a transport error (a read deadline that
-// passed, say) is returned once; the next Read goes on with the stream,
-// the frame started before the error included.
-func TestReadGoesOnAfterAnError(t *testing.T) {
-	timeout := errors.New("i/o timeout")
-	data := concat(framed(`{"a":1}`), framed(`[2]`))
-	fr := frames.NewReader(io.MultiReader(bytes.NewReader(data[:6]), &errOnce{timeout, bytes.NewReader(data[6:])}))
-	if _, err := fr.Read(); err != timeout {
-		t.Fatalf("first Read = %v, want the transport's error", err)
-	}
-	for _, want := range []string{`{"a":1}`, `[2]`} {
-		if got, err := fr.Read(); err != nil || string(got) != want {
-			t.Fatalf("Read = %q, %v; want %q", got, err, want)
-		}
-	}
-	if _, err := fr.Read(); err != io.EOF {
-		t.Fatalf("at the end: %v, want io.EOF", err)
-	}
-}

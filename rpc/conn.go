@@ -34,8 +34,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -302,104 +300,21 @@ func (c *Conn) close(reason error) {
 
 func (c *Conn) readLoop() error {
 	fr := frames.NewParsedReader(c.rw) // ParseEnvelope refuses what is not JSON
-	if c.raw != nil {
-		return c.readSocket(fr)
-	}
 	for {
 		payload, err := fr.Read()
 		if err != nil {
 			return err
 		}
-		if err := c.received(payload); err != nil {
+		env, err := wire.ParseEnvelope(payload)
+		if err != nil {
+			c.log.Warn("closing peer: malformed envelope", "err", err)
+			return err
+		}
+		if err := c.dispatch(env); err != nil {
+			c.log.Warn("closing peer", "err", err)
 			return err
 		}
 	}
-}
-
-// readSocket is readLoop on a socket, inside one raw read for the
-// connection's life. After a read that did not fill the space it was
-// given (the socket was drained at that moment), it waits for the poller
-// instead of reading again: the next read would almost always find
-// nothing, and that was one system call of the two every wake-up cost.
-// Waiting is safe inside one raw read, where the poller's readiness
-// since the last wait is kept (a new raw read would reset it): bytes that
-// arrive after that read make the wait return.
-func (c *Conn) readSocket(fr *frames.Reader) error {
-	var loopErr error
-	drained := false
-	sysfd := -1
-	read := func(p []byte) (int, error) {
-		n, err := syscall.Read(sysfd, p)
-		switch {
-		case err != nil:
-			return 0, err
-		case n == 0:
-			return 0, io.EOF
-		}
-		return n, nil
-	}
-	err := c.raw.Read(func(fd uintptr) bool {
-		sysfd = int(fd)
-		for {
-			for {
-				payload, err := fr.Next()
-				if err == nil && payload == nil {
-					break
-				}
-				if err == nil {
-					err = c.received(payload)
-				}
-				if err != nil {
-					loopErr = err
-					return true
-				}
-			}
-			select {
-			case <-c.closed:
-				loopErr = ErrClosed
-				return true
-			default:
-			}
-			if drained {
-				drained = false
-				return false // wait until the socket is readable
-			}
-			space := fr.Space()
-			n, err := fr.Fill(read)
-			switch err {
-			case nil:
-				drained = n < space
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false
-			default:
-				loopErr = err
-				if err != io.EOF && err != io.ErrUnexpectedEOF {
-					loopErr = &net.OpError{Op: "read", Net: "unix", Err: os.NewSyscallError("read", err)}
-				}
-				return true
-			}
-		}
-	})
-	if loopErr != nil {
-		return loopErr
-	}
-	return err
-}
-
-// received parses and dispatches one frame's payload; an error closes
-// the connection.
-func (c *Conn) received(payload []byte) error {
-	env, err := wire.ParseEnvelope(payload)
-	if err != nil {
-		c.log.Warn("closing peer: malformed envelope", "err", err)
-		return err
-	}
-	if err := c.dispatch(env); err != nil {
-		c.log.Warn("closing peer", "err", err)
-		return err
-	}
-	return nil
 }
 
 func (c *Conn) dispatch(env *wire.Envelope) error {

@@ -76,7 +76,10 @@ func TestSocketReadsFramesInAnyPieces(t *testing.T) {
 // TestSocketEOFInsideAFrame: a peer that closes part way through a frame
 // ends the connection with io.ErrUnexpectedEOF, after the frames before
 // it were answered; a clean close between frames is io.EOF (the peer
-// half-closed, see TestHalfClosedPeerGetsItsAnswers).
+// half-closed, see TestHalfClosedPeerGetsItsAnswers). Run many times
+// under load, it also catches a reader that waits for the poller after a
+// short read: the last bytes and the hang-up can come in one wake-up, and
+// only a further read sees the end.
 func TestSocketEOFInsideAFrame(t *testing.T) {
 	for _, cut := range []int{2, frames.HeaderSize, frames.HeaderSize + 5} {
 		t.Run(strconv.Itoa(cut), func(t *testing.T) {
