@@ -312,27 +312,6 @@ func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
 	return tabs, nil
 }
 
-// tabList is browser.tabs's value. Its JSON is json.Marshal's of
-// []browser.TabSummary, written without reflection (rpc.JSONAppender).
-type tabList []browser.TabSummary
-
-func (l tabList) MarshalJSON() ([]byte, error) { return l.AppendJSON(nil), nil }
-
-func (l tabList) AppendJSON(b []byte) []byte {
-	if l == nil {
-		return append(b, "null"...)
-	}
-	b = slices.Grow(b, 160*len(l)+2)
-	b = append(b, '[')
-	for i := range l {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendTab(b, &l[i])
-	}
-	return append(b, ']')
-}
-
 // appendTab appends json.Marshal's encoding of t.
 func appendTab(b []byte, t *browser.TabSummary) []byte {
 	b = append(b, `{"id":`...)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,4 +215,24 @@ func FuzzKeepTabs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// tabList was browser.tabs's value before keepTabs: json.Marshal's
+// encoding of []browser.TabSummary, written without reflection. The fuzz
+// targets hold decodeTabs and keepTabs to it.
+type tabList []browser.TabSummary
+
+func (l tabList) AppendJSON(b []byte) []byte {
+	if l == nil {
+		return append(b, "null"...)
+	}
+	b = slices.Grow(b, 160*len(l)+2)
+	b = append(b, '[')
+	for i := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendTab(b, &l[i])
+	}
+	return append(b, ']')
 }
