@@ -147,7 +147,7 @@ type Conn struct {
 
 	mu       sync.Mutex
 	buffered int                            // bytes queued in out, not yet written
-	queue    [][]byte                       // bytes for the writer, in order
+	queue    []queued                       // bytes for the writer, in order
 	queued   int                            // entries of queue, and the one being written
 	flush    bool                           // drain waits for the queue to empty
 	seen     map[string]struct{}            // incoming transport IDs ever accepted
@@ -435,17 +435,22 @@ type JSONAppender interface {
 }
 
 // replyFrame encodes the reply to request id as one frame.
-func (c *Conn) replyFrame(id string, value any, err error) ([]byte, error) {
+func (c *Conn) replyFrame(id string, value any, err error) (*encoded, error) {
 	if err != nil {
 		return encodeFrame(wire.Failure(id, CodeOf(err)))
 	}
 	if a, ok := value.(JSONAppender); ok {
 		// Appended in place, behind the frame header (see encodeFrame).
-		frame, err := wire.AppendSuccess(make([]byte, frames.HeaderSize, 64+len(id)), id, a.AppendJSON)
+		f := newFrame()
+		f.b, err = wire.AppendSuccess(f.b, id, a.AppendJSON)
 		if err == nil {
-			err = frames.Seal(frame)
+			err = frames.Seal(f.b)
 		}
-		return frame, err
+		if err != nil {
+			f.release()
+			return nil, err
+		}
+		return f, nil
 	}
 	data, merr := json.Marshal(value)
 	if merr != nil {
@@ -471,15 +476,52 @@ func CodeOf(err error) wire.Code {
 
 // encodeFrame encodes env as one frame, behind a header reserved first, so
 // that the envelope is written once and never copied.
-func encodeFrame(env *wire.Envelope) ([]byte, error) {
-	frame, err := wire.AppendEncode(make([]byte, frames.HeaderSize), env)
+func encodeFrame(env *wire.Envelope) (*encoded, error) {
+	f := newFrame()
+	var err error
+	if f.b, err = wire.AppendEncode(f.b, env); err == nil {
+		err = frames.Seal(f.b)
+	}
 	if err != nil {
+		f.release()
 		return nil, err
 	}
-	if err := frames.Seal(frame); err != nil {
-		return nil, err
+	return f, nil
+}
+
+// encoded is one frame's bytes, from its encoding until it is written; then
+// its buffer goes back to framePool for a later frame. Every frame the
+// connection sends is encoded in a fresh buffer otherwise (four in a
+// browser.tabs round trip through the broker, about 1.4 KB).
+type encoded struct {
+	b []byte
+}
+
+// framePool holds written frames' buffers.
+var framePool = sync.Pool{New: func() any { return &encoded{b: make([]byte, 0, 512)} }}
+
+// maxPooledFrame is the largest buffer kept for reuse: a rare large frame
+// is left to the collector rather than held.
+const maxPooledFrame = 64 << 10
+
+// newFrame returns an empty frame with its header reserved.
+func newFrame() *encoded {
+	f := framePool.Get().(*encoded)
+	f.b = f.b[:frames.HeaderSize]
+	return f
+}
+
+// release gives f's buffer back once nothing refers to its bytes any more.
+func (f *encoded) release() {
+	if cap(f.b) <= maxPooledFrame {
+		framePool.Put(f)
 	}
-	return frame, nil
+}
+
+// queued is a frame, or the tail of one, waiting for the writer.
+type queued struct {
+	f    *encoded
+	data []byte // what is left to write of f.b
 }
 
 // sendReply queues a response or event. A reply too large for one frame is
@@ -495,7 +537,7 @@ func (c *Conn) sendReply(env *wire.Envelope, onQueue func()) error {
 
 // queueReply is sendReply of the frame (and its encoding error) of a
 // response to request responseID, or of an event when responseID is "".
-func (c *Conn) queueReply(frame []byte, err error, responseID string, onQueue func()) error {
+func (c *Conn) queueReply(frame *encoded, err error, responseID string, onQueue func()) error {
 	if tooLarge, ok := errors.AsType[*frames.TooLargeError](err); ok && responseID != "" {
 		c.log.Warn("response exceeds the frame limit", "id", responseID, "bytes", tooLarge.Length)
 		frame, err = encodeFrame(wire.Failure(responseID, wire.CodeQueueFull))
@@ -531,7 +573,7 @@ func (c *Conn) Notify(event string, value any) error {
 }
 
 // enqueue hands one frame to the writer, enforcing the output budget.
-func (c *Conn) enqueue(frame []byte) error {
+func (c *Conn) enqueue(frame *encoded) error {
 	c.order.Lock()
 	defer c.order.Unlock()
 	return c.push(frame)
@@ -547,7 +589,7 @@ func (c *Conn) enqueue(frame []byte) error {
 // of a partial write) is queued for the writer ahead of anything pushed
 // later. Queued bytes count against [Limits.MaxBuffered], so a peer that
 // stopped reading still fails a call QUEUE_FULL and never blocks a sender.
-func (c *Conn) push(frame []byte) error {
+func (c *Conn) push(f *encoded) error {
 	c.mu.Lock()
 	select {
 	case <-c.closed:
@@ -557,6 +599,7 @@ func (c *Conn) push(frame []byte) error {
 	}
 	direct := c.raw != nil && c.queued == 0 && c.writing.TryLock()
 	c.mu.Unlock()
+	frame := f.b
 	if direct {
 		n, err := c.tryWrite(frame)
 		c.writing.Unlock()
@@ -565,6 +608,7 @@ func (c *Conn) push(frame []byte) error {
 			return ErrClosed
 		}
 		if frame = frame[n:]; len(frame) == 0 {
+			f.release() // all of it went out
 			return nil
 		}
 	}
@@ -579,7 +623,7 @@ func (c *Conn) push(frame []byte) error {
 	}
 	c.buffered += len(frame)
 	c.queued++
-	c.queue = append(c.queue, frame)
+	c.queue = append(c.queue, queued{f, frame})
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -628,13 +672,17 @@ func (c *Conn) writeLoop() {
 				c.mu.Unlock()
 				break
 			}
-			data := c.queue[0]
-			c.queue[0] = nil
+			q := c.queue[0]
+			c.queue[0] = queued{}
 			c.queue = c.queue[1:]
 			c.mu.Unlock()
 			c.writing.Lock()
-			_, err := c.rw.Write(data)
+			_, err := c.rw.Write(q.data)
 			c.writing.Unlock()
+			if err == nil {
+				q.f.release()
+			}
+			data := q.data
 			c.mu.Lock()
 			c.buffered -= len(data)
 			c.queued--

@@ -22,6 +22,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -220,28 +221,36 @@ func (e *Envelope) check() error {
 // ParseEnvelope decodes and validates one envelope. The error is a
 // *ValidationError naming the offending field.
 func ParseEnvelope(data []byte) (*Envelope, error) {
-	obj := make(object, 8) // an envelope has at most 5 members: on the stack
-	if err := decodeObjectInto(data, "", obj); err != nil {
-		return nil, err
+	var m envelopeMembers
+	data = bytes.Trim(data, " \t\r\n") // JSON whitespace only, not bytes.TrimSpace's Unicode spaces
+	if !isObject(data) {
+		return nil, invalid("", "must be a JSON object")
 	}
-	typ, err := stringField(obj, "type")
+	if err := eachMember(data, m.set); err != nil {
+		return nil, invalid("", "is not valid JSON")
+	}
+	raw := m.raw[memberType]
+	if raw == nil {
+		return nil, missing("type")
+	}
+	typ, err := envelopeType(raw)
 	if err != nil {
 		return nil, err
 	}
 	e := &Envelope{Type: typ}
 	switch typ {
 	case TypeRequest:
-		if err := onlyKeys(obj, "", "type", "id", "method", "params"); err != nil {
+		if err := m.only(memberType, memberID, memberMethod, memberParams); err != nil {
 			return nil, err
 		}
-		if e.ID, err = idField(obj, "id"); err != nil {
+		if e.ID, err = m.id(); err != nil {
 			return nil, err
 		}
-		if e.Method, err = nameField(obj, "method"); err != nil {
+		if e.Method, err = m.name(memberMethod); err != nil {
 			return nil, err
 		}
-		raw, ok := obj["params"]
-		if !ok {
+		raw := m.raw[memberParams]
+		if raw == nil {
 			return nil, missing("params")
 		}
 		if !isObject(raw) {
@@ -249,29 +258,28 @@ func ParseEnvelope(data []byte) (*Envelope, error) {
 		}
 		e.Params = raw
 	case TypeResponse:
-		ok, err := boolField(obj, "ok")
+		ok, err := m.bool(memberOK)
 		if err != nil {
 			return nil, err
 		}
 		e.OK = ok
 		if ok {
-			if err := onlyKeys(obj, "", "type", "id", "ok", "value"); err != nil {
-				return nil, err
-			}
-		} else if err := onlyKeys(obj, "", "type", "id", "ok", "code"); err != nil {
+			err = m.only(memberType, memberID, memberOK, memberValue)
+		} else {
+			err = m.only(memberType, memberID, memberOK, memberCode)
+		}
+		if err != nil {
 			return nil, err
 		}
-		if e.ID, err = idField(obj, "id"); err != nil {
+		if e.ID, err = m.id(); err != nil {
 			return nil, err
 		}
 		if ok {
-			v, has := obj["value"]
-			if !has {
+			if e.Value = m.raw[memberValue]; e.Value == nil {
 				return nil, missing("value")
 			}
-			e.Value = v
 		} else {
-			c, err := stringField(obj, "code")
+			c, err := m.string(memberCode)
 			if err != nil {
 				return nil, err
 			}
@@ -281,28 +289,174 @@ func ParseEnvelope(data []byte) (*Envelope, error) {
 			e.Code = Code(c)
 		}
 	case TypeEvent:
-		if err := onlyKeys(obj, "", "type", "event", "value"); err != nil {
+		if err := m.only(memberType, memberEvent, memberValue); err != nil {
 			return nil, err
 		}
-		if e.Event, err = nameField(obj, "event"); err != nil {
+		if e.Event, err = m.name(memberEvent); err != nil {
 			return nil, err
 		}
-		v, has := obj["value"]
-		if !has {
+		if e.Value = m.raw[memberValue]; e.Value == nil {
 			return nil, missing("value")
 		}
-		e.Value = v
 	case TypeCancel:
-		if err := onlyKeys(obj, "", "type", "id"); err != nil {
+		if err := m.only(memberType, memberID); err != nil {
 			return nil, err
 		}
-		if e.ID, err = idField(obj, "id"); err != nil {
+		if e.ID, err = m.id(); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, invalid("type", "must be request, response, event or cancel")
 	}
 	return e, nil
+}
+
+// The members of the envelope grammar, in the order of memberNames.
+const (
+	memberType = iota
+	memberID
+	memberMethod
+	memberParams
+	memberOK
+	memberValue
+	memberCode
+	memberEvent
+	memberCount
+)
+
+var memberNames = [memberCount]string{"type", "id", "method", "params", "ok", "value", "code", "event"}
+
+// envelopeMembers holds an envelope's members as ParseEnvelope reads them:
+// each member of the grammar's raw value (nil when absent; a key given
+// twice keeps its last value, as decoding into a map does), and the first
+// other key. It lives on the parser's stack: no map, no key strings.
+type envelopeMembers struct {
+	raw      [memberCount][]byte
+	other    []byte // the first key not of the grammar, quoted as in the text
+	hasOther bool
+}
+
+// set records one member; rawKey is the key as it is in the text, quoted.
+func (m *envelopeMembers) set(rawKey, value []byte) error {
+	i := memberIndex(rawKey[1 : len(rawKey)-1])
+	if i < 0 && bytes.IndexByte(rawKey, '\\') >= 0 {
+		// An escaped key names a member by its decoded text.
+		key, err := unquote(rawKey)
+		if err != nil {
+			return err
+		}
+		i = memberIndex([]byte(key))
+	}
+	if i < 0 {
+		if !m.hasOther {
+			m.other, m.hasOther = rawKey, true
+		}
+		return nil
+	}
+	m.raw[i] = value
+	return nil
+}
+
+// memberIndex returns the index of a member of the grammar named key, or -1.
+func memberIndex(key []byte) int {
+	switch string(key) {
+	case "type":
+		return memberType
+	case "id":
+		return memberID
+	case "method":
+		return memberMethod
+	case "params":
+		return memberParams
+	case "ok":
+		return memberOK
+	case "value":
+		return memberValue
+	case "code":
+		return memberCode
+	case "event":
+		return memberEvent
+	}
+	return -1
+}
+
+// only refuses a member that is not among allowed, as onlyKeys does.
+func (m *envelopeMembers) only(allowed ...int) error {
+	for i := range m.raw {
+		if m.raw[i] != nil && !slices.Contains(allowed, i) {
+			return invalid(memberNames[i], "is not allowed")
+		}
+	}
+	if m.hasOther {
+		key, _ := unquote(m.other) // eachMember checked it
+		return invalid(key, "is not allowed")
+	}
+	return nil
+}
+
+// string is stringField of member i.
+func (m *envelopeMembers) string(i int) (string, error) {
+	if m.raw[i] == nil {
+		return "", missing(memberNames[i])
+	}
+	return rawString(m.raw[i], memberNames[i])
+}
+
+// bool is boolField of member i.
+func (m *envelopeMembers) bool(i int) (bool, error) {
+	switch raw := m.raw[i]; {
+	case raw == nil:
+		return false, missing(memberNames[i])
+	case string(raw) == "true":
+		return true, nil
+	case string(raw) == "false":
+		return false, nil
+	}
+	return false, invalid(memberNames[i], "must be a boolean")
+}
+
+// id is idField of the id member.
+func (m *envelopeMembers) id() (string, error) {
+	s, err := m.string(memberID)
+	if err != nil {
+		return "", err
+	}
+	if loneSurrogate(m.raw[memberID]) {
+		// Decoding turns it into U+FFFD, so a reply would carry another ID.
+		return "", invalid("id", "must not escape a lone UTF-16 surrogate")
+	}
+	if !ValidID(s) {
+		return "", invalid("id", "must be 1 to 128 characters")
+	}
+	return s, nil
+}
+
+// name is nameField of member i.
+func (m *envelopeMembers) name(i int) (string, error) {
+	s, err := m.string(i)
+	if err != nil {
+		return "", err
+	}
+	if !ValidName(s) {
+		return "", invalid(memberNames[i], "must match [A-Za-z][A-Za-z0-9_.:-]* and be at most 128 characters")
+	}
+	return s, nil
+}
+
+// envelopeType is stringField of the type member, which is one of the
+// four type names as a rule: those are matched without decoding.
+func envelopeType(raw []byte) (string, error) {
+	switch string(raw) {
+	case `"request"`:
+		return TypeRequest, nil
+	case `"response"`:
+		return TypeResponse, nil
+	case `"event"`:
+		return TypeEvent, nil
+	case `"cancel"`:
+		return TypeCancel, nil
+	}
+	return rawString(raw, "type")
 }
 
 // ValidID reports whether s is a valid transport ID: 1–128 code points.

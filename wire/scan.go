@@ -22,15 +22,23 @@ const maxDepth = 10000
 // its last value, as decoding into a map does.
 func splitObject(data []byte) (object, error) {
 	obj := make(object, 4)
-	if err := splitObjectInto(data, obj); err != nil {
+	err := eachMember(data, func(rawKey, value []byte) error {
+		key, err := unquote(rawKey)
+		obj[key] = value
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return obj, nil
 }
 
-// splitObjectInto is splitObject into an empty map of the caller's, which
-// may then live on the caller's stack.
-func splitObjectInto(data []byte, obj object) error {
+// eachMember calls f with the key, quoted as it is in data, and the value
+// of each member of one JSON object, in order, in one validating pass:
+// both are subslices of data. It accepts exactly what encoding/json
+// accepts, with white space around the object; an error f returns ends
+// the pass.
+func eachMember(data []byte, f func(rawKey, value []byte) error) error {
 	s := scanner{data: data}
 	s.space()
 	if s.i >= len(s.data) || s.data[s.i] != '{' {
@@ -47,10 +55,7 @@ func splitObjectInto(data []byte, obj object) error {
 			if err := s.string(); err != nil {
 				return err
 			}
-			key, err := unquote(s.data[start:s.i])
-			if err != nil {
-				return err
-			}
+			rawKey := s.data[start:s.i:s.i]
 			s.space()
 			if s.peek() != ':' {
 				return errSyntax
@@ -61,7 +66,9 @@ func splitObjectInto(data []byte, obj object) error {
 			if err := s.value(1); err != nil {
 				return err
 			}
-			obj[key] = s.data[vstart:s.i:s.i]
+			if err := f(rawKey, s.data[vstart:s.i:s.i]); err != nil {
+				return err
+			}
 			s.space()
 			switch s.peek() {
 			case ',':
@@ -465,15 +472,58 @@ func Members(data []byte, f func(key, value []byte) error) error {
 	if err := s.whole('{'); err != nil {
 		return err
 	}
+	return s.members(f)
+}
+
+// ObjectElements is [Elements] of an array of objects and [Members] of
+// each element in one validating pass (each element is not checked a
+// second time): it calls member with each member of an element, as
+// Members does, then end with the element's text (a subslice of data).
+// An element that is not an object is an error, found before end sees
+// it; so is an error member or end returns.
+func ObjectElements(data []byte, member func(key, value []byte) error, end func(elem []byte) error) error {
+	s := scanner{data: data}
+	if err := s.whole('['); err != nil {
+		return err
+	}
 	s.i++
 	s.space()
-	if s.peek() == '}' {
+	if s.peek() == ']' {
 		return nil
 	}
 	for {
 		s.space()
 		start := s.i
-		s.skipString() // whole checked it
+		if s.data[s.i] != '{' {
+			return errSyntax
+		}
+		if err := s.members(member); err != nil {
+			return err
+		}
+		if err := end(s.data[start:s.i:s.i]); err != nil {
+			return err
+		}
+		s.space()
+		if s.peek() == ']' {
+			return nil
+		}
+		s.i++ // ','
+	}
+}
+
+// members steps over the object at s.i, which whole has checked, calling
+// f with each member's decoded key and raw value, and leaves s after it.
+func (s *scanner) members(f func(key, value []byte) error) error {
+	s.i++ // '{'
+	s.space()
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.space()
+		start := s.i
+		s.skipString()
 		key := s.data[start+1 : s.i-1]
 		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
 			k, err := unquote(s.data[start:s.i])
@@ -492,6 +542,7 @@ func Members(data []byte, f func(key, value []byte) error) error {
 		}
 		s.space()
 		if s.peek() == '}' {
+			s.i++
 			return nil
 		}
 		s.i++ // ','

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -185,4 +186,33 @@ func TestMembersAndElementsStopAtAnError(t *testing.T) {
 	if calls != 0 {
 		t.Fatalf("f called %d times for text that is not one value", calls)
 	}
+}
+
+// FuzzObjectElements holds ObjectElements to Elements and Members of each
+// element: the same texts accepted, the same members and elements in the
+// same order.
+func FuzzObjectElements(f *testing.F) {
+	for _, s := range []string{
+		`[]`, `[{}]`, ` [ {"a":1,"a":2} , {"\u0062":[1,{"c":null}]} ] `, `[{"a":1},1]`, `[1]`, `[{},]`, `{}`, `[{}] x`,
+		"[{\"\xff\":1}]", `[{"id":"inst:1","instanceId":"inst","url":"https://a.test/","title":"A"}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want, got []string
+		wantErr := Elements(data, func(elem []byte) error {
+			err := Members(elem, func(k, v []byte) error { want = append(want, string(k)+"="+string(v)); return nil })
+			want = append(want, "end "+string(elem))
+			return err
+		})
+		err := ObjectElements(data,
+			func(k, v []byte) error { got = append(got, string(k)+"="+string(v)); return nil },
+			func(elem []byte) error { got = append(got, "end "+string(elem)); return nil })
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%q: ObjectElements err %v, Elements and Members err %v", data, err, wantErr)
+		}
+		if err == nil && !slices.Equal(got, want) {
+			t.Fatalf("%q: ObjectElements %q, Elements and Members %q", data, got, want)
+		}
+	})
 }

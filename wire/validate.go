@@ -28,23 +28,15 @@ type object map[string]json.RawMessage
 
 // decodeObject decodes data, which must be a JSON object, into its members.
 func decodeObject(data []byte, field string) (object, error) {
-	obj := make(object, 4)
-	if err := decodeObjectInto(data, field, obj); err != nil {
-		return nil, err
-	}
-	return obj, nil
-}
-
-// decodeObjectInto is decodeObject into an empty map of the caller's.
-func decodeObjectInto(data []byte, field string, obj object) error {
 	data = bytes.Trim(data, " \t\r\n") // JSON whitespace only, not bytes.TrimSpace's Unicode spaces
 	if !isObject(data) {
-		return invalid(field, "must be a JSON object")
+		return nil, invalid(field, "must be a JSON object")
 	}
-	if err := splitObjectInto(data, obj); err != nil {
-		return invalid(field, "is not valid JSON")
+	obj, err := splitObject(data)
+	if err != nil {
+		return nil, invalid(field, "is not valid JSON")
 	}
-	return nil
+	return obj, nil
 }
 
 func isObject(raw json.RawMessage) bool {

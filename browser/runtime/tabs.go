@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/wire"
@@ -24,8 +25,156 @@ func (r *Runtime) Tabs(ctx context.Context, _ Client, params json.RawMessage) (a
 	if !bounded(in.SessionID, 1, 256) || !bounded(in.InstanceID, 1, 256) {
 		return nil, invalid()
 	}
-	tabs, err := r.listTabs(ctx, in.InstanceID)
-	return tabList(tabs), err
+	prov, err := r.provider(in.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := prov.CallWithin(ctx, ProviderTimeout, browser.ProviderTabsList, nil) // {}, without encoding/json
+	if err != nil {
+		return nil, err
+	}
+	kept, err := r.keepTabs(raw, in.InstanceID)
+	if err != nil {
+		return nil, providerErr(browser.ProviderTabsList, err)
+	}
+	return kept, nil
+}
+
+// keptTabs is browser.tabs's value: the JSON of each tab that listTabs
+// would keep, in order, for its value to be json.Marshal's of that list
+// (rpc.JSONAppender); null for the provider's null.
+type keptTabs struct {
+	null bool
+	tabs [][]byte
+}
+
+func (k *keptTabs) MarshalJSON() ([]byte, error) { return k.AppendJSON(nil), nil }
+
+func (k *keptTabs) AppendJSON(b []byte) []byte {
+	if k.null {
+		return append(b, "null"...)
+	}
+	n := 2 + len(k.tabs)
+	for _, t := range k.tabs {
+		n += len(t)
+	}
+	b = slices.Grow(b, n)
+	b = append(b, '[')
+	for i, t := range k.tabs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, t...)
+	}
+	return append(b, ']')
+}
+
+// keepTabs is listTabs's filter over the provider's list raw, as decodeTabs
+// reads it, giving the kept tabs' JSON. A tab whose text is already what
+// json.Marshal writes for it (the four members in order, plain strings,
+// no white space: what a provider sends as a rule) is kept as that text,
+// a subslice of raw; any other is decoded and written anew. The kept tabs'
+// strings are neither copied nor built (a browser.tabs round trip's
+// largest allocations), and the list is not encoded again.
+func (r *Runtime) keepTabs(raw json.RawMessage, instanceID string) (*keptTabs, error) {
+	if string(bytes.Trim(raw, " \t\r\n")) == "null" { // JSON's whitespace
+		return &keptTabs{null: true}, nil
+	}
+	kept := &keptTabs{tabs: make([][]byte, 0, 8)}
+	var got [4][]byte // the element's id, instanceId, url, title; nil when absent or null
+	member := func(key, value []byte) error {
+		i := tabMember(key)
+		if i < 0 {
+			return nil
+		}
+		got[i] = nil
+		if string(value) != "null" {
+			if value[0] != '"' {
+				return errNotAString
+			}
+			got[i] = value // the last one counts, as in json.Unmarshal
+		}
+		return nil
+	}
+	err := wire.ObjectElements(raw, member, func(elem []byte) error {
+		values := got
+		clear(got[:]) // the next element starts with none
+		var tab [4]string
+		for i, v := range values {
+			if v == nil {
+				continue
+			}
+			var err error
+			if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+				// Its text is its value. The view is only read here, and
+				// raw (a frame's payload, this call's own) is never written.
+				tab[i] = unsafe.String(unsafe.SliceData(inner), len(inner))
+			} else if tab[i], err = wire.String(v); err != nil {
+				return errNotAString
+			}
+		}
+		if tab[1] != instanceID || !bounded(tab[0], 1, 256) || !r.allowedURL(tab[2]) {
+			return nil
+		}
+		if canonicalTab(elem, &values) {
+			kept.tabs = append(kept.tabs, elem)
+		} else {
+			t := browser.TabSummary{ID: tab[0], InstanceID: tab[1], URL: tab[2], Title: tab[3]}
+			kept.tabs = append(kept.tabs, appendTab(nil, &t)) // copies the strings out of raw
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return kept, nil
+}
+
+// tabMember returns the index of a TabSummary member named key (as
+// decodeTabs matches them: exactly), or -1.
+func tabMember(key []byte) int {
+	switch string(key) {
+	case "id":
+		return 0
+	case "instanceId":
+		return 1
+	case "url":
+		return 2
+	case "title":
+		return 3
+	}
+	return -1
+}
+
+// canonicalTab reports whether elem, with the member values read from it,
+// is byte for byte what appendTab writes for the tab they decode to.
+func canonicalTab(elem []byte, values *[4][]byte) bool {
+	rest := elem
+	for i, key := range [4]string{`{"id":`, `,"instanceId":`, `,"url":`, `,"title":`} {
+		v := values[i]
+		if len(rest) < len(key)+len(v) || string(rest[:len(key)]) != key || !plainString(v) {
+			return false
+		}
+		if rest = rest[len(key):]; string(rest[:len(v)]) != string(v) {
+			return false
+		}
+		rest = rest[len(v):]
+	}
+	return string(rest) == "}"
+}
+
+// plainString reports whether raw is a JSON string that wire.AppendString
+// writes as it is: printable ASCII with nothing it escapes.
+func plainString(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // errNotPlain stops decodeTabsParams's quick pass at what it leaves to
@@ -163,31 +312,15 @@ func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
 	return tabs, nil
 }
 
-// tabList is browser.tabs's value. Its JSON is json.Marshal's of
-// []browser.TabSummary, written without reflection (rpc.JSONAppender).
-type tabList []browser.TabSummary
-
-func (l tabList) MarshalJSON() ([]byte, error) { return l.AppendJSON(nil), nil }
-
-func (l tabList) AppendJSON(b []byte) []byte {
-	if l == nil {
-		return append(b, "null"...)
-	}
-	b = slices.Grow(b, 160*len(l)+2)
-	b = append(b, '[')
-	for i, t := range l {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"id":`...)
-		b = wire.AppendString(b, t.ID)
-		b = append(b, `,"instanceId":`...)
-		b = wire.AppendString(b, t.InstanceID)
-		b = append(b, `,"url":`...)
-		b = wire.AppendString(b, t.URL)
-		b = append(b, `,"title":`...)
-		b = wire.AppendString(b, t.Title)
-		b = append(b, '}')
-	}
-	return append(b, ']')
+// appendTab appends json.Marshal's encoding of t.
+func appendTab(b []byte, t *browser.TabSummary) []byte {
+	b = append(b, `{"id":`...)
+	b = wire.AppendString(b, t.ID)
+	b = append(b, `,"instanceId":`...)
+	b = wire.AppendString(b, t.InstanceID)
+	b = append(b, `,"url":`...)
+	b = wire.AppendString(b, t.URL)
+	b = append(b, `,"title":`...)
+	b = wire.AppendString(b, t.Title)
+	return append(b, '}')
 }

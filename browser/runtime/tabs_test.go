@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,4 +167,72 @@ func BenchmarkDecodeTabs(b *testing.B) {
 			b.Fatal(got, err)
 		}
 	}
+}
+
+// FuzzKeepTabs holds keepTabs, browser.tabs's filter, to what it replaced
+// on that path: listTabs's filter over decodeTabs's list, encoded by
+// tabList. The same lists refused, and the same bytes for the rest, in
+// personal mode and with an allowlist.
+func FuzzKeepTabs(f *testing.F) {
+	for _, s := range []string{
+		`[]`, `null`, ` null `, `[{"id":"i:1","instanceId":"i","url":"https://a.test/x?q=1","title":"A"}]`,
+		`[{"id":"i:1","instanceId":"i","url":"https://a.test/x?q=1","title":"A <b> & \u00e9"}]`,
+		`[{"id":"i:1","instanceId":"i","url":"https://b.test/","title":"é"},{"id":"i:2","instanceId":"j","url":"https://a.test/","title":""}]`,
+		`[{"instanceId":"i","id":"i:1","url":"http://a.test","title":"A"}]`,
+		`[{"id":"i:1","instanceId":"i","url":"https://a.test/","title":"A","x":1}]`,
+		`[{"id":"i:1","instanceId":"\u0069","url":"https://a.test/","title":null}]`,
+		`[{"id":"","instanceId":"i","url":"https://a.test/"}]`,
+		`[{"id":"i:1","instanceId":"i","url":"chrome://newtab/","title":"A"}]`,
+		`[{"id":"i:1","instanceId":"i","url":"https://u:p@a.test/","title":"A"}]`,
+		`[{"id":"i:1","id":"i:2","extra":[1,{}],"title":null}]`, `[{"id":1}]`, `[1]`, `{}`, `[{},]`,
+		` [ { "id" : "a", "instanceId" : "i", "url" : "https://a.test" } ] `,
+		`[{"url":"\ud800","instanceId":"i","id":"x"}, {"title":"` + "\xff" + `","instanceId":"i","id":"y","url":"https://a.test"}]`,
+	} {
+		f.Add([]byte(s), "i")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, instanceID string) {
+		for _, cfg := range []Config{{Personal: true}, {AllowOrigins: []string{"https://a.test"}}} {
+			r := &Runtime{cfg: cfg}
+			tabs, wantErr := decodeTabs(data)
+			got, err := r.keepTabs(data, instanceID)
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("%q: keepTabs err %v, decodeTabs err %v", data, err, wantErr)
+			}
+			if err != nil {
+				continue
+			}
+			var kept tabList
+			if tabs != nil {
+				kept = tabs[:0]
+			}
+			for _, tab := range tabs {
+				if tab.InstanceID == instanceID && bounded(tab.ID, 1, 256) && r.allowedURL(tab.URL) {
+					kept = append(kept, tab)
+				}
+			}
+			if enc, want := got.AppendJSON([]byte("p")), kept.AppendJSON([]byte("p")); string(enc) != string(want) {
+				t.Fatalf("%q (%+v): keepTabs gives %s, want %s", data, cfg, enc, want)
+			}
+		}
+	})
+}
+
+// tabList was browser.tabs's value before keepTabs: json.Marshal's
+// encoding of []browser.TabSummary, written without reflection. The fuzz
+// targets hold decodeTabs and keepTabs to it.
+type tabList []browser.TabSummary
+
+func (l tabList) AppendJSON(b []byte) []byte {
+	if l == nil {
+		return append(b, "null"...)
+	}
+	b = slices.Grow(b, 160*len(l)+2)
+	b = append(b, '[')
+	for i := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendTab(b, &l[i])
+	}
+	return append(b, ']')
 }
