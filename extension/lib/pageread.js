@@ -117,10 +117,12 @@ function keep(gate, send, world) {
   if (old) send('Runtime.releaseObject', { objectId: old.document }).catch(() => {});
 }
 
-// start begins a whole document's read beside the first frame tree and
-// the tab check (extension.js leased): with the tab's world of the
-// document the tab shows as far as the worker knows, the reader, the
-// listener read and the frame tree that proves them; else prepare.
+// start begins a whole document's read (extension.js leased): with the
+// tab's world of the document the tab shows as far as the worker knows,
+// the reader, the listener read and the frame tree that proves them (the
+// read's only one: a world serves one document, so the tree asked after
+// the reader names the document it read, or the read is done again);
+// else prepare, beside the first frame tree and the tab check.
 export function start(send, gate) {
   const gen = gate.worldGen ?? 0;
   const world = gate.world;
