@@ -186,10 +186,11 @@ globalThis.readTimes = async (tabId, how, n, settings = {}) => {
     bytes: new TextEncoder().encode(json).length, truncated: res.truncated, sum };
 };
 // readProduct reads the tab in the page as the product does
-// (extension.js oneDocument and readDocument): with its driver
+// (extension.js leased, oneDocument and readDocument): with its driver
 // (lib/pageread.js) started beside the frame tree that names the
 // document, its world kept per tab and document, and the frame tree that
-// proves the document asked after its last call. It
+// proves the document asked after its last call (in a world already
+// proven, that tree is the only one). It
 // answers the answer, the time to it (ms) and to the proving frame tree
 // (fencedMs), and the calls it sent.
 const productGates = new Map(); // tab ID -> the driver's state of the tab
@@ -205,7 +206,7 @@ async function readProduct(tabId) {
   calls = 0;
   const t0 = performance.now();
   const early = pageread.start(send, gate);
-  const tree = send('Page.getFrameTree');
+  const tree = early.after ?? send('Page.getFrameTree'); // one tree in a world already proven
   const { frameTree } = await tree;
   gate.epoch = frameTree.frame.id + ':' + frameTree.frame.loaderId;
   let asked;
