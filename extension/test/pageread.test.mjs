@@ -269,7 +269,16 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   const before = t.chrome.commands.length;
   t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
   for (let i = 0; i < 10; i++) await flush();
-  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree', 'Runtime.evaluate']);
+  // The world, the document's object and the tree that proves them; the
+  // reader defined, then run once with budgets of one (warm) and its tags
+  // taken away.
+  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree', 'Runtime.evaluate',
+    'Runtime.callFunctionOn', 'Runtime.callFunctionOn']);
+  const [warm, untag] = t.chrome.commands.slice(before).filter((c) => c.method === 'Runtime.callFunctionOn');
+  assert.equal(warm.params.executionContextId, 8);
+  assert.deepEqual(warm.params.arguments[0].value.budgets, { controls: 1, regions: 1, texts: 1, textBytes: 64, nodeBytes: 256 });
+  assert.equal(untag.params.executionContextId, 8);
+  assert.equal(untag.params.arguments, undefined);
   const mid = t.chrome.commands.length;
   const r = await t.read();
   assert.equal(r.value.documentEpoch, 'F1:L2');
