@@ -65,6 +65,7 @@ export function createExtension(chrome, {
     onDocument: (gate) => {
       if (pageread.PAGE_READ.on) pageread.renew(gate, (method, p) => gates.send(gate, UNCANCELLED, method, p));
     },
+    onLoad: (gate) => pageread.loaded(gate, (method, p) => gates.send(gate, UNCANCELLED, method, p)),
   });
   const transport = createTransport({
     chrome, timers, uuid,

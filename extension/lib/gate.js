@@ -30,8 +30,9 @@ export const leaseInWindow = (lease, now) => lease.expiresAt > now && lease.expi
 
 // emit(conn, event, value) sends an event on the gate's connection.
 // onDocument is called with a gate whose main frame committed a new
-// document (after its epoch is set).
-export function createGates({ chrome, timers, now, emit, onDocument = () => {} }) {
+// document (after its epoch is set), onLoad with a gate whose page fired
+// its load event.
+export function createGates({ chrome, timers, now, emit, onDocument = () => {}, onLoad = () => {} }) {
   const gates = new Map(); // tab ID -> gate
   const reserved = new Set(); // tab IDs with a grant under way
   const detaching = new Map(); // tab ID -> promise of our detach
@@ -168,8 +169,10 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {} }
       case 'Page.navigatedWithinDocument':
         if (params.frameId !== gate.mainFrameId) return;
         break;
-      case 'DOM.documentUpdated':
       case 'Page.loadEventFired':
+        onLoad(gate);
+        break;
+      case 'DOM.documentUpdated':
         break;
       default:
         return;

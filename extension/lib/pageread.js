@@ -33,7 +33,7 @@ const WORLD = 'dsh-reader';
 // many of the page's listened elements are passed to the reader (in the
 // document's order); a reader that reads past the last of them, with more
 // left, gives way to the AX read (Unreadable). warm: a new document's
-// world runs the reader once as it is asked (renew, warm).
+// world runs the reader once when the page has loaded (warmOnce).
 export const PAGE_READ = { on: true, listened: 64, warm: true };
 
 const READER = String(pageReader);
@@ -94,24 +94,39 @@ export function renew(gate, send) {
   drop(gate, send);
   const gen = gate.worldGen;
   const prepared = prepare(send, gate.mainFrameId);
-  if (PAGE_READ.warm) prepared.context.then((context) => warm(send, context), () => {});
   const tree = send('Page.getFrameTree');
   Promise.all([prepared.context, prepared.document, tree]).then(([context, document, { frameTree }]) => {
     if (gate.worldGen === gen && `${frameTree.frame.id}:${frameTree.frame.loaderId}` === gate.epoch) {
       keep(gate, send, { epoch: gate.epoch, context, document });
+      warmOnce(gate, send);
     } else {
       prepared.release();
     }
   }).catch(() => prepared.release());
 }
 
-// warm runs the reader once in a new world, on the document as it is at
-// its commit (next to nothing), with budgets of one, and takes its tags
-// away: the first call of the reader in a world compiles it and finds
-// its way (about 1.3 ms of a small page's 1.7 ms read, 1 ms more of the
-// call around it), and a document is read the first time when an agent
-// waits. A full read here, as the page loads, slowed a page that renders
-// after its load event (BENCHMARKS.md "The reader warmed on load").
+// loaded, on the page's load event, warms the reader in the document's
+// world, once the world is kept too.
+export function loaded(gate, send) {
+  gate.loadedEpoch = gate.epoch;
+  warmOnce(gate, send);
+}
+
+// warmOnce runs the reader once in the tab's world, when it is of the
+// document that fired its load event and no read ran in it yet: the first
+// call of the reader in a world compiles it and finds its way (about
+// 1.3 ms of a small page's 1.7 ms in-page read, and 1 ms more of the call
+// around it), and a document is read the first time while an agent waits.
+// The run has budgets of one, so it reads next to nothing: a full read
+// here slowed a page that renders after its load event (BENCHMARKS.md "The
+// reader warmed on load").
+function warmOnce(gate, send) {
+  const world = gate.world;
+  if (!PAGE_READ.warm || world === undefined || world.warmed || world.epoch !== gate.loadedEpoch) return;
+  world.warmed = true;
+  warm(send, world.context);
+}
+
 function warm(send, context) {
   const opts = { ...options(), budgets: { controls: 1, regions: 1, texts: 1, textBytes: 64, nodeBytes: 256 } };
   send('Runtime.callFunctionOn', {
@@ -129,7 +144,10 @@ function drop(gate, send) {
 
 function keep(gate, send, world) {
   const old = gate.world;
-  if (old?.document === world.document) return;
+  if (old?.document === world.document) {
+    old.warmed ||= world.warmed === true;
+    return;
+  }
   gate.world = world;
   if (old) send('Runtime.releaseObject', { objectId: old.document }).catch(() => {});
 }
@@ -215,7 +233,7 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
     // The world served the document the first frame tree names; the
     // caller proves the same document after (oneDocument), or reads
     // again, as this read then does with a world of its own.
-    if ((gate.worldGen ?? 0) === early.gen) keep(gate, send, { epoch: page.documentEpoch, context, document });
+    if ((gate.worldGen ?? 0) === early.gen) keep(gate, send, { epoch: page.documentEpoch, context, document, warmed: true });
     return out;
   } finally {
     send('Runtime.callFunctionOn', { functionDeclaration: REMOVE, executionContextId: context }).catch(() => {});

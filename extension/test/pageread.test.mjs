@@ -269,14 +269,19 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   const before = t.chrome.commands.length;
   t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
   for (let i = 0; i < 10; i++) await flush();
-  // The world, the document's object and the tree that proves them; the
-  // reader defined, then run once with budgets of one (warm) and its tags
-  // taken away.
-  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree', 'Runtime.evaluate',
-    'Runtime.callFunctionOn', 'Runtime.callFunctionOn']);
-  const [warm, untag] = t.chrome.commands.slice(before).filter((c) => c.method === 'Runtime.callFunctionOn');
+  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree', 'Runtime.evaluate']);
+  // At the load event the reader runs once in the new world, with budgets
+  // of one, and its tags are taken away; once only.
+  const load = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 1 });
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 2 });
+  for (let i = 0; i < 10; i++) await flush();
+  const [warm, untag, ...more] = t.chrome.commands.slice(load);
+  assert.deepEqual(more, []);
+  assert.equal(warm.method, 'Runtime.callFunctionOn');
   assert.equal(warm.params.executionContextId, 8);
   assert.deepEqual(warm.params.arguments[0].value.budgets, { controls: 1, regions: 1, texts: 1, textBytes: 64, nodeBytes: 256 });
+  assert.equal(untag.method, 'Runtime.callFunctionOn');
   assert.equal(untag.params.executionContextId, 8);
   assert.equal(untag.params.arguments, undefined);
   const mid = t.chrome.commands.length;
@@ -294,4 +299,31 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   assert.equal(r2.value.documentEpoch, 'F1:L3');
   assert.equal(t.methods().slice(late).filter((m) => m === 'Page.createIsolatedWorld').length, 1);
   assert.equal(r2.value.nodes[0].backendNodeId, 100);
+});
+
+test('the reader is warmed once the world is kept and the page loaded, whichever comes last, and never in a world a read used', async () => {
+  const t = await granted();
+  const doc = loader(t);
+  const world = movingWorld(t, page(t, { nodes: [button, text] }));
+  await t.read();
+  const warms = (from) => t.chrome.commands.slice(from).filter((c) => c.method === 'Runtime.callFunctionOn' && c.params.arguments?.[0]?.value?.budgets?.controls === 1);
+  // The load event comes before the new world is kept: warmed when it is.
+  doc.loaderId = 'L2';
+  world.id = 8;
+  let from = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 1 });
+  for (let i = 0; i < 10; i++) await flush();
+  assert.equal(warms(from).length, 1);
+  assert.equal(warms(from)[0].params.executionContextId, 8);
+  // A world a read used before the load event is not warmed at it.
+  doc.loaderId = 'L3';
+  world.id = 9;
+  from = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L3', url: 'https://a.test/last' } });
+  for (let i = 0; i < 10; i++) await flush();
+  await t.read();
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 2 });
+  for (let i = 0; i < 10; i++) await flush();
+  assert.equal(warms(from).length, 0);
 });
