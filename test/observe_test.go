@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/rpc"
@@ -134,5 +135,31 @@ func TestE2EObserveFrameSubtree(t *testing.T) {
 		if _, _, err := p.observeWith(map[string]any{"frame": frame, "rootRef": main.Nodes[0].ID}); rpc.CodeOf(err) != wire.CodeStaleTarget {
 			t.Fatalf("a main ref as the frame's root: %v", err)
 		}
+	}
+}
+
+// TestE2EObserveTitle: an observation names the tab's title as Chrome
+// shows it, also once the page renames itself (the extension keeps it from
+// chrome.tabs.onUpdated and no longer asks the tab on every read).
+func TestE2EObserveTitle(t *testing.T) {
+	t.Parallel()
+	s := stack.Start(t, "--access-mode=personal")
+	tab, target := s.Tab(t, s.Pages.URL("/counter"))
+	l := s.Claim(t, "s", tab)
+	want := chromium.Eval[string](t, s.Browser, target, "document.title")
+	if o := s.Observe(t, "s", l.ID); o.Title != want || want == "" {
+		t.Fatalf("observed title %q, the page's %q", o.Title, want)
+	}
+	chromium.Eval[any](t, s.Browser, target, "document.title = 'Renamed: é'")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		o := s.Observe(t, "s", l.ID)
+		if o.Title == "Renamed: é" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the page renamed itself, observations still say %q", o.Title)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -1,7 +1,7 @@
 // createExtension wires the provider around an injected `chrome`: sw.js
 // passes the real one, the Node tests a fake. Listeners are registered
 // synchronously, as MV3 requires of a service worker's first turn.
-import { fail, isObject, orFail } from './errors.js';
+import { CodeError, fail, isObject, orFail } from './errors.js';
 import { createTransport } from './transport.js';
 import { CAP, LIMITS, METHOD } from './protocol.js';
 import { createGates, isHttp, originOf, tabOf, leaseInWindow } from './gate.js';
@@ -65,6 +65,7 @@ export function createExtension(chrome, {
     onDocument: (gate) => {
       if (pageread.PAGE_READ.on) pageread.renew(gate, (method, p) => gates.send(gate, UNCANCELLED, method, p));
     },
+    onLoad: (gate) => pageread.loaded(gate, (method, p) => gates.send(gate, UNCANCELLED, method, p)),
   });
   const transport = createTransport({
     chrome, timers, uuid,
@@ -131,6 +132,7 @@ export function createExtension(chrome, {
         if (!gates.setMainFrame(gate, frameTree.frame)) fail('POLICY_DENIED');
         // queryAXTree never answers on a hidden tab.
         tab = await chrome.tabs.update(tabId, { active: true });
+        gate.title = tab.title ?? '';
       } catch (e) {
         gates.end(gate, false);
         // The tab closed, or left the origin, while we attached.
@@ -167,19 +169,34 @@ export function createExtension(chrome, {
   // (document: true) while the tab is looked up, not after: on a small page
   // each of those round trips is a tenth of the read.
   // early, when given, sends the calls a method's read starts with beside
-  // those (its answer is the context's early).
+  // those (its answer is the context's early). When they include the frame
+  // tree that proves the read (a read in a world already proven:
+  // pageread.start's after), that tree is the first one too, and the tab
+  // is not asked: the debugger's answers prove it is there, and the gate
+  // knows its title. It is asked only if the method fails, to answer
+  // LEASE_REVOKED for a tab gone meanwhile. ctx.tab is then undefined.
   const leased = (check, fn, { document = false, early } = {}) => (conn, params, signal) => {
     const lease = parseLease(params.lease);
     check(params);
     const gate = gates.check(conn, lease);
     return gates.run(gate, signal, async () => {
       const send = (method, p) => gates.send(gate, signal, method, p);
-      const tree = document ? send('Page.getFrameTree') : undefined;
-      tree?.catch(() => {}); // a refused lease is answered by authorize, never by this
       // Their answers are used only once the tab and the document are
-      // proven (authorize, oneDocument): a tab gone meanwhile answers
-      // LEASE_REVOKED, and nothing read reaches the broker.
+      // proven (authorize or the calls themselves, oneDocument): a tab gone
+      // meanwhile answers LEASE_REVOKED, and nothing read reaches the broker.
       const ahead = early?.(send, gate, params.request);
+      const tree = document ? (ahead?.after ?? send('Page.getFrameTree')) : undefined;
+      tree?.catch(() => {}); // a refused lease is answered by authorize, never by this
+      if (ahead?.after !== undefined) {
+        gates.confirm(conn, lease, gate);
+        const page = { documentEpoch: gate.epoch, url: '', title: gate.title };
+        try {
+          return await fn({ gate, send, page, tab: undefined, tree, early: ahead, request: params.request, params });
+        } catch (e) {
+          if (!(e instanceof CodeError)) await gates.authorize(conn, lease, gate);
+          throw e;
+        }
+      }
       let tab;
       try {
         tab = await gates.authorize(conn, lease, gate);
@@ -278,7 +295,7 @@ export function createExtension(chrome, {
     } catch (e) {
       if (!(e instanceof pageread.Unreadable)) throw e;
     }
-    const shown = notShown(ctx.tab).then((hidden) => !hidden);
+    const shown = (ctx.tab ? Promise.resolve(ctx.tab) : getTab(ctx.gate.tabId)).then(notShown).then((hidden) => !hidden);
     return ax.read(ctx.send, page, undefined, undefined, ctx.gate.mainFrameId, { shown, lastCall });
   }
 
@@ -503,6 +520,7 @@ export function createExtension(chrome, {
   chrome.tabs.onRemoved.addListener(gates.onTabRemoved);
   chrome.tabs.onRemoved.addListener(consents.onRemoved);
   chrome.tabs.onUpdated.addListener(consents.onUpdated);
+  chrome.tabs.onUpdated.addListener(gates.onTabUpdated);
   chrome.windows.onRemoved.addListener(approvals.onWindowRemoved);
   chrome.runtime.onConnect.addListener(owner.onConnect);
   chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {

@@ -30,8 +30,9 @@ export const leaseInWindow = (lease, now) => lease.expiresAt > now && lease.expi
 
 // emit(conn, event, value) sends an event on the gate's connection.
 // onDocument is called with a gate whose main frame committed a new
-// document (after its epoch is set).
-export function createGates({ chrome, timers, now, emit, onDocument = () => {} }) {
+// document (after its epoch is set), onLoad with a gate whose page fired
+// its load event.
+export function createGates({ chrome, timers, now, emit, onDocument = () => {}, onLoad = () => {} }) {
   const gates = new Map(); // tab ID -> gate
   const reserved = new Set(); // tab IDs with a grant under way
   const detaching = new Map(); // tab ID -> promise of our detach
@@ -50,7 +51,7 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {} }
   // add registers a gate right after attach, so page events reach it.
   function add(conn, tabId, lease) {
     const gate = {
-      conn, tabId, handle: lease.tab, leaseId: lease.id, token: lease.token,
+      conn, tabId, handle: lease.tab, leaseId: lease.id, token: lease.token, title: '',
       scope: lease.scope, origin: lease.origin, expiresAt: 0, expiryTimer: null,
       epoch: null, mainFrameId: null, mainLoaderId: null, sequence: 0, changeTimer: null,
       queue: Promise.resolve(), dropped: false,
@@ -97,9 +98,16 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {} }
   async function authorize(conn, lease, gate) {
     if (check(conn, lease) !== gate) fail('LEASE_REVOKED');
     const tab = await chrome.tabs.get(gate.tabId).catch(() => fail('LEASE_REVOKED'));
-    if (gate.dropped) fail('LEASE_REVOKED');
-    extend(gate, lease.expiresAt);
+    confirm(conn, lease, gate);
     return tab;
+  }
+
+  // confirm completes the check without asking the tab: for a command
+  // whose own debugger calls prove the tab is there (a detached or closed
+  // tab fails them).
+  function confirm(conn, lease, gate) {
+    if (gate.dropped || check(conn, lease) !== gate) fail('LEASE_REVOKED');
+    extend(gate, lease.expiresAt);
   }
 
   // run serializes commands per tab. A cancelled or aborted command frees the
@@ -161,13 +169,22 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {} }
       case 'Page.navigatedWithinDocument':
         if (params.frameId !== gate.mainFrameId) return;
         break;
-      case 'DOM.documentUpdated':
       case 'Page.loadEventFired':
+        onLoad(gate);
+        break;
+      case 'DOM.documentUpdated':
         break;
       default:
         return;
     }
     pageChanged(gate);
+  }
+
+  // A gate keeps its tab's title as Chrome reports it, for the commands
+  // that do not ask the tab (confirm).
+  function onTabUpdated(tabId, change) {
+    const gate = gates.get(tabId);
+    if (gate && typeof change?.title === 'string') gate.title = change.title;
   }
 
   // Tab closed, or someone else (DevTools, the user) detached the debugger.
@@ -198,8 +215,8 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {} }
     busy: (tabId) => gates.has(tabId) || reserved.has(tabId),
     reserve: (tabId) => reserved.add(tabId),
     unreserve: (tabId) => reserved.delete(tabId),
-    add, end, check, authorize, run, send, setMainFrame, settled, sweep, detach,
-    onEvent,
+    add, end, check, authorize, confirm, run, send, setMainFrame, settled, sweep, detach,
+    onEvent, onTabUpdated,
     onDetach: (source) => endTab(source.tabId),
     onTabRemoved: endTab,
     dropConnection: (conn) => [...gates.values()].filter((g) => g.conn === conn).forEach((g) => end(g, false)),

@@ -142,7 +142,7 @@ test('a wrong token, instance, expiry or tab is LEASE_REVOKED with no debugger c
 
 // Beside the tree, a whole document's read asks for the reader's world and
 // the document's handle (pageread.prepare): neither reads the page.
-const EARLY = ['Page.getFrameTree', 'Page.createIsolatedWorld', 'Runtime.evaluate'];
+const EARLY = ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree'];
 
 test('a read asks the main frame\'s tree while the tab is looked up; a tab gone by then is LEASE_REVOKED', async () => {
   const t = await setup({ personal: true });

@@ -82,7 +82,7 @@ test('a whole document is read in the page: one reader call, its tags name the b
   // behind both, before any answer; then the tags go. The world and the
   // document's object are kept for the next read of the document.
   assert.deepEqual(t.methods().slice(before), [
-    'Page.getFrameTree', 'Page.createIsolatedWorld', 'Runtime.evaluate', 'Runtime.evaluate',
+    'Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree', 'Runtime.evaluate',
     'Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree',
     'Runtime.callFunctionOn',
   ]);
@@ -209,49 +209,53 @@ function movingWorld(t, passes) {
   return world;
 }
 
-test('a document read once is read again in one round trip: the reader goes beside the tab check', async () => {
+test('a document read once is read again in one round trip: the reader, the listener read and the frame tree that proves them; the tab is not asked', async () => {
   const t = await granted();
   loader(t);
   page(t, { nodes: [button, text] });
   const first = await t.read();
-  let release;
-  const held = new Promise((resolve) => (release = resolve));
+  let asked = 0;
   const get = t.chrome.tabs.get;
   t.chrome.tabs.get = async (id) => {
-    await held;
+    asked++;
     return get(id);
   };
   const before = t.chrome.commands.length;
-  const id = t.request('ax.read', { lease: t.lease, request: {} });
-  for (let i = 0; i < 5; i++) await flush();
-  // Before the tab is known: the first frame tree, the reader, the
-  // listener read and the frame tree that proves them; no new world.
-  assert.deepEqual(t.methods().slice(before), ['Page.getFrameTree', 'Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree']);
-  assert.equal(t.port.response(id), undefined);
-  release();
-  for (let i = 0; i < 10; i++) await flush();
-  assert.deepEqual(t.port.response(id).value, first.value);
+  const again = await t.read();
+  // The reader, the listener read, the frame tree; then the tags' removal.
+  assert.deepEqual(t.methods().slice(before), ['Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree', 'Runtime.callFunctionOn']);
+  assert.equal(t.methods().slice(before).filter((m) => m === 'Page.getFrameTree').length, 1);
   assert.equal(t.methods().slice(before).filter((m) => m === 'Page.createIsolatedWorld').length, 0);
+  assert.equal(asked, 0);
+  assert.deepEqual(again.value, first.value);
 });
 
-test('a tab gone before its check answers LEASE_REVOKED, though the reader ran', async () => {
+test('the title of a read without the tab asked is the one Chrome last reported', async () => {
+  const t = await granted();
+  loader(t);
+  page(t, { nodes: [button, text] });
+  assert.equal((await t.read()).value.title, 'A');
+  t.chrome.tabs_.get(1).title = 'B';
+  t.chrome.tabs.onUpdated.emit(1, { title: 'B' }, { ...t.chrome.tabs_.get(1) });
+  t.chrome.tabs.onUpdated.emit(1, { status: 'complete' }, { ...t.chrome.tabs_.get(1) });
+  assert.equal((await t.read()).value.title, 'B');
+});
+
+test('a tab closed during a read in a proven world answers LEASE_REVOKED', async () => {
   const t = await granted();
   loader(t);
   page(t, { nodes: [button, text] });
   await t.read();
-  let release;
-  const held = new Promise((resolve) => (release = resolve));
-  const get = t.chrome.tabs.get;
-  t.chrome.tabs.get = async (id) => {
-    await held;
-    return get(id);
-  };
-  const id = t.request('ax.read', { lease: t.lease, request: {} });
-  for (let i = 0; i < 5; i++) await flush();
-  t.chrome.tabs_.delete(1);
-  release();
-  for (let i = 0; i < 10; i++) await flush();
-  assert.equal(t.port.response(id)?.code, 'LEASE_REVOKED');
+  // The tab goes as the frame tree after the reader is asked: Chrome
+  // fails the call before the worker hears of the tab's end.
+  const tree = t.chrome.cdp.get('Page.getFrameTree');
+  t.chrome.cdp.set('Page.getFrameTree', () => {
+    t.chrome.tabs_.delete(1);
+    throw new Error('Debugger is not attached to the tab with id: 1.');
+  });
+  const r = await t.read();
+  assert.equal(r?.code, 'LEASE_REVOKED');
+  t.chrome.cdp.set('Page.getFrameTree', tree);
 });
 
 test('a navigation drops the world and asks the new document\'s; a world of another document is never used', async () => {
@@ -266,6 +270,20 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
   for (let i = 0; i < 10; i++) await flush();
   assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree', 'Runtime.evaluate']);
+  // At the load event the reader runs once in the new world, with budgets
+  // of one, and its tags are taken away; once only.
+  const load = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 1 });
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 2 });
+  for (let i = 0; i < 10; i++) await flush();
+  const [warm, untag, ...more] = t.chrome.commands.slice(load);
+  assert.deepEqual(more, []);
+  assert.equal(warm.method, 'Runtime.callFunctionOn');
+  assert.equal(warm.params.executionContextId, 8);
+  assert.deepEqual(warm.params.arguments[0].value.budgets, { controls: 1, regions: 1, texts: 1, textBytes: 64, nodeBytes: 256 });
+  assert.equal(untag.method, 'Runtime.callFunctionOn');
+  assert.equal(untag.params.executionContextId, 8);
+  assert.equal(untag.params.arguments, undefined);
   const mid = t.chrome.commands.length;
   const r = await t.read();
   assert.equal(r.value.documentEpoch, 'F1:L2');
@@ -281,4 +299,31 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   assert.equal(r2.value.documentEpoch, 'F1:L3');
   assert.equal(t.methods().slice(late).filter((m) => m === 'Page.createIsolatedWorld').length, 1);
   assert.equal(r2.value.nodes[0].backendNodeId, 100);
+});
+
+test('the reader is warmed once the world is kept and the page loaded, whichever comes last, and never in a world a read used', async () => {
+  const t = await granted();
+  const doc = loader(t);
+  const world = movingWorld(t, page(t, { nodes: [button, text] }));
+  await t.read();
+  const warms = (from) => t.chrome.commands.slice(from).filter((c) => c.method === 'Runtime.callFunctionOn' && c.params.arguments?.[0]?.value?.budgets?.controls === 1);
+  // The load event comes before the new world is kept: warmed when it is.
+  doc.loaderId = 'L2';
+  world.id = 8;
+  let from = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 1 });
+  for (let i = 0; i < 10; i++) await flush();
+  assert.equal(warms(from).length, 1);
+  assert.equal(warms(from)[0].params.executionContextId, 8);
+  // A world a read used before the load event is not warmed at it.
+  doc.loaderId = 'L3';
+  world.id = 9;
+  from = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L3', url: 'https://a.test/last' } });
+  for (let i = 0; i < 10; i++) await flush();
+  await t.read();
+  t.chrome.event(1, 'Page.loadEventFired', { timestamp: 2 });
+  for (let i = 0; i < 10; i++) await flush();
+  assert.equal(warms(from).length, 0);
 });

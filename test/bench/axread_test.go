@@ -39,6 +39,10 @@ import (
 // inside it instead, by the product's driver as extension.js runs it
 // (extension/lib/pageread.js, readProduct in the worker): ms/read to its
 // answer, ms/fenced to the frame tree that proves the document.
+// read=first (/counter, /form, /swagger) is the first read of a document
+// just loaded, as an agent's first observation meets it (firstTimes in
+// the worker): ms/read with the reader warmed in the document's new world,
+// ms/unwarmed without, the loads alternating, medians of firstLoads each.
 // BENCHMARKS.md ("Reading the page", "Reading the page in the page") has
 // the figures.
 func BenchmarkAXRead(b *testing.B) {
@@ -71,6 +75,20 @@ func BenchmarkAXRead(b *testing.B) {
 				b.ReportMetric(float64(st.Bytes), "B/read")
 			})
 		}
+		if pg == "/counter" || pg == "/form" || pg == "/swagger" {
+			b.Run(fmt.Sprintf("page=%s/read=first", pageName(pg)), func(b *testing.B) {
+				env.front(b, tab)
+				var st struct{ Warmed, Unwarmed float64 }
+				for range b.N {
+					raw := chromium.Eval[json.RawMessage](b, env.b, env.worker, fmt.Sprintf("firstTimes(%d, %q, %d)", tab.tabID, env.pages.URL(pg), firstLoads))
+					if err := json.Unmarshal(raw, &st); err != nil {
+						b.Fatalf("first read stats %s: %v", raw, err)
+					}
+				}
+				b.ReportMetric(st.Warmed, "ms/read")
+				b.ReportMetric(st.Unwarmed, "ms/unwarmed")
+			})
+		}
 		// Every way of ax.read answers the same: the ways differ in cost
 		// only (the in-page read answers otherwise, to the same projection:
 		// TestPageReaderMatchesAX).
@@ -82,6 +100,9 @@ func BenchmarkAXRead(b *testing.B) {
 		}
 	}
 }
+
+// firstLoads is how many loads of each kind a read=first sample takes.
+const firstLoads = 8
 
 // axBenchRows are the sizes of /rows that BenchmarkAXRead reads: about 14
 // DOM nodes and 9 AX nodes a row.
@@ -186,10 +207,11 @@ globalThis.readTimes = async (tabId, how, n, settings = {}) => {
     bytes: new TextEncoder().encode(json).length, truncated: res.truncated, sum };
 };
 // readProduct reads the tab in the page as the product does
-// (extension.js oneDocument and readDocument): with its driver
+// (extension.js leased, oneDocument and readDocument): with its driver
 // (lib/pageread.js) started beside the frame tree that names the
 // document, its world kept per tab and document, and the frame tree that
-// proves the document asked after its last call. It
+// proves the document asked after its last call (in a world already
+// proven, that tree is the only one). It
 // answers the answer, the time to it (ms) and to the proving frame tree
 // (fencedMs), and the calls it sent.
 const productGates = new Map(); // tab ID -> the driver's state of the tab
@@ -205,7 +227,7 @@ async function readProduct(tabId) {
   calls = 0;
   const t0 = performance.now();
   const early = pageread.start(send, gate);
-  const tree = send('Page.getFrameTree');
+  const tree = early.after ?? send('Page.getFrameTree'); // one tree in a world already proven
   const { frameTree } = await tree;
   gate.epoch = frameTree.frame.id + ':' + frameTree.frame.loaderId;
   let asked;
@@ -233,6 +255,56 @@ globalThis.productTimes = async (tabId, n) => {
   const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   return { ms: median(ms), fencedMs: median(fenced), calls: res.calls, nodes: res.answer.nodes.length,
     bytes: new TextEncoder().encode(JSON.stringify(res.answer)).length, truncated: res.answer.truncated };
+};
+// firstTimes loads url in the tab n times, and each time reads its
+// document the first time as the product does: its world asked as the
+// main frame commits and warmed at the load event (pageread.renew and
+// loaded, as extension.js calls them), the read 250 ms after the load
+// event (the MCP bench's settle). Loads alternate with and without the reader warmed
+// in the new world (PAGE_READ.warm); it reports the median time of each
+// to the proving frame tree.
+const firstGates = new Map(); // tab ID -> the driver's state while firstTimes runs
+chrome.debugger.onEvent.addListener(({ tabId }, method, params) => {
+  const gate = firstGates.get(tabId);
+  if (gate === undefined) return;
+  if (method === 'Page.frameNavigated' && !params.frame.parentId) {
+    gate.epoch = params.frame.id + ':' + params.frame.loaderId;
+    pageread.renew(gate, (m, p) => chrome.debugger.sendCommand({ tabId }, m, p ?? {}));
+  }
+  if (method === 'Page.loadEventFired') {
+    pageread.loaded(gate, (m, p) => chrome.debugger.sendCommand({ tabId }, m, p ?? {}));
+    gate.loaded?.();
+  }
+});
+globalThis.firstTimes = async (tabId, url, n) => {
+  const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
+  const { frameTree } = await send('Page.getFrameTree');
+  const gate = { mainFrameId: frameTree.frame.id };
+  firstGates.set(tabId, gate);
+  const times = { warmed: [], unwarmed: [] };
+  try {
+    for (let i = 0; i < 2 * n; i++) {
+      const way = i % 2 === 0 ? 'warmed' : 'unwarmed';
+      pageread.PAGE_READ.warm = way === 'warmed';
+      const loaded = new Promise((resolve) => { gate.loaded = resolve; });
+      await send('Page.navigate', { url });
+      await loaded;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const t0 = performance.now();
+      const early = pageread.start(send, gate);
+      const tree = early.after ?? send('Page.getFrameTree');
+      let asked;
+      const lastCall = (after) => { asked = after ?? send('Page.getFrameTree'); };
+      await pageread.read(send, gate, { documentEpoch: gate.epoch, url: 'http://bench/', title: 'bench' }, { early, lastCall, tree });
+      await asked;
+      times[way].push(performance.now() - t0);
+    }
+  } finally {
+    pageread.PAGE_READ.warm = true;
+    firstGates.delete(tabId);
+  }
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return { warmed: median(times.warmed), unwarmed: median(times.unwarmed) };
 };
 // compareRead answers the tab's ax.read (as the product reads it) and
 // its in-page read by the product's driver.
