@@ -187,25 +187,22 @@ export function createExtension(chrome, {
       const ahead = early?.(send, gate, params.request);
       const tree = document ? (ahead?.after ?? send('Page.getFrameTree')) : undefined;
       tree?.catch(() => {}); // a refused lease is answered by authorize, never by this
-      if (ahead?.after !== undefined) {
-        gates.confirm(conn, lease, gate);
-        const page = { documentEpoch: gate.epoch, url: '', title: gate.title };
-        try {
-          return await fn({ gate, send, page, tab: undefined, tree, early: ahead, request: params.request, params });
-        } catch (e) {
-          if (!(e instanceof CodeError)) await gates.authorize(conn, lease, gate);
-          throw e;
-        }
-      }
+      const proven = ahead?.after !== undefined;
       let tab;
       try {
-        tab = await gates.authorize(conn, lease, gate);
+        if (proven) gates.confirm(conn, lease, gate);
+        else tab = await gates.authorize(conn, lease, gate);
       } catch (e) {
         ahead?.release();
         throw e;
       }
-      const page = { documentEpoch: gate.epoch, url: tab.url, title: tab.title ?? '' };
-      return fn({ gate, send, page, tab, tree, early: ahead, request: params.request, params });
+      const page = { documentEpoch: gate.epoch, url: tab?.url ?? '', title: tab ? tab.title ?? '' : gate.title };
+      try {
+        return await fn({ gate, send, page, tab, tree, early: ahead, request: params.request, params });
+      } catch (e) {
+        if (proven && !(e instanceof CodeError)) await gates.authorize(conn, lease, gate);
+        throw e;
+      }
     });
   };
 
@@ -295,7 +292,7 @@ export function createExtension(chrome, {
     } catch (e) {
       if (!(e instanceof pageread.Unreadable)) throw e;
     }
-    const shown = (ctx.tab ? Promise.resolve(ctx.tab) : getTab(ctx.gate.tabId)).then(notShown).then((hidden) => !hidden);
+    const shown = Promise.resolve(ctx.tab ?? getTab(ctx.gate.tabId)).then(notShown).then((hidden) => !hidden);
     return ax.read(ctx.send, page, undefined, undefined, ctx.gate.mainFrameId, { shown, lastCall });
   }
 

@@ -213,12 +213,12 @@ globalThis.readTimes = async (tabId, how, n, settings = {}) => {
 // proves the document asked after its last call (in a world already
 // proven, that tree is the only one). It
 // answers the answer, the time to it (ms) and to the proving frame tree
-// (fencedMs), and the calls it sent.
+// (fencedMs), and the calls it sent. gate is the driver's state of the tab,
+// by default the one kept per tab here.
 const productGates = new Map(); // tab ID -> the driver's state of the tab
-async function readProduct(tabId) {
+async function readProduct(tabId, gate = productGates.get(tabId)) {
   let calls = 0;
   const send = (method, params) => { calls++; return chrome.debugger.sendCommand({ tabId }, method, params ?? {}); };
-  let gate = productGates.get(tabId);
   if (gate === undefined) { // the product knows the main frame from the lease's grant
     const { frameTree } = await send('Page.getFrameTree');
     gate = { mainFrameId: frameTree.frame.id };
@@ -290,14 +290,7 @@ globalThis.firstTimes = async (tabId, url, n) => {
       await send('Page.navigate', { url });
       await loaded;
       await new Promise((resolve) => setTimeout(resolve, 250));
-      const t0 = performance.now();
-      const early = pageread.start(send, gate);
-      const tree = early.after ?? send('Page.getFrameTree');
-      let asked;
-      const lastCall = (after) => { asked = after ?? send('Page.getFrameTree'); };
-      await pageread.read(send, gate, { documentEpoch: gate.epoch, url: 'http://bench/', title: 'bench' }, { early, lastCall, tree });
-      await asked;
-      times[way].push(performance.now() - t0);
+      times[way].push((await readProduct(tabId, gate)).fencedMs);
     }
   } finally {
     pageread.PAGE_READ.warm = true;
