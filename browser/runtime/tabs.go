@@ -82,20 +82,7 @@ func (r *Runtime) keepTabs(raw json.RawMessage, instanceID string) (*keptTabs, e
 	}
 	kept := &keptTabs{tabs: make([][]byte, 0, 8)}
 	var got [4][]byte // the element's id, instanceId, url, title; nil when absent or null
-	member := func(key, value []byte) error {
-		i := tabMember(key)
-		if i < 0 {
-			return nil
-		}
-		got[i] = nil
-		if string(value) != "null" {
-			if value[0] != '"' {
-				return errNotAString
-			}
-			got[i] = value // the last one counts, as in json.Unmarshal
-		}
-		return nil
-	}
+	member := func(key, value []byte) error { return setTabMember(&got, key, value) }
 	err := wire.ObjectElements(raw, member, func(elem []byte) error {
 		values := got
 		clear(got[:]) // the next element starts with none
@@ -130,8 +117,26 @@ func (r *Runtime) keepTabs(raw json.RawMessage, instanceID string) (*keptTabs, e
 	return kept, nil
 }
 
-// tabMember returns the index of a TabSummary member named key (as
-// decodeTabs matches them: exactly), or -1.
+// setTabMember records the raw value of a TabSummary member in values at
+// its index (tabMember), nil for null; any other member is skipped. The
+// last one of a name counts, as in json.Unmarshal.
+func setTabMember(values *[4][]byte, key, value []byte) error {
+	i := tabMember(key)
+	if i < 0 {
+		return nil
+	}
+	values[i] = nil
+	if string(value) != "null" {
+		if value[0] != '"' {
+			return errNotAString
+		}
+		values[i] = value
+	}
+	return nil
+}
+
+// tabMember returns the index of a TabSummary member named key (matched
+// exactly), or -1.
 func tabMember(key []byte) int {
 	switch string(key) {
 	case "id":
@@ -257,28 +262,7 @@ func decodeTabs(raw json.RawMessage) ([]browser.TabSummary, error) {
 	ends := make([]int, 0, 32)
 	err := wire.Elements(raw, func(elem []byte) error {
 		var values [4][]byte // id, instanceId, url, title; nil when absent or null
-		err := wire.Members(elem, func(key, value []byte) error {
-			i := 0
-			switch string(key) {
-			case "id":
-			case "instanceId":
-				i = 1
-			case "url":
-				i = 2
-			case "title":
-				i = 3
-			default:
-				return nil
-			}
-			values[i] = nil
-			if string(value) != "null" {
-				if value[0] != '"' {
-					return errNotAString
-				}
-				values[i] = value // the last one counts, as in json.Unmarshal
-			}
-			return nil
-		})
+		err := wire.Members(elem, func(key, value []byte) error { return setTabMember(&values, key, value) })
 		for _, v := range values {
 			if v != nil {
 				// v is a string Elements checked: without escapes, and in
