@@ -173,6 +173,27 @@ test('a reader that fails gives way to the AX read', async () => {
   assert.equal(r.value.nodes[0].role, 'RootWebArea');
 });
 
+test('a reader that fails in a world already proven gives way to the AX read, which asks the tab it was not given', async () => {
+  const t = await granted();
+  const scripted = { nodes: [button, text] };
+  page(t, scripted);
+  await t.read();
+  t.chrome.cdp.set('Runtime.callFunctionOn', ({ arguments: args }) => (args ? { exceptionDetails: { text: 'Uncaught' }, result: { type: 'object' } } : { result: { type: 'undefined' } }));
+  t.chrome.cdp.set('Performance.getMetrics', () => ({ metrics: [{ name: 'Nodes', value: 10 }] }));
+  t.chrome.cdp.set('DOMSnapshot.captureSnapshot', () => ({ documents: [], strings: [] }));
+  t.chrome.cdp.set('Accessibility.getFullAXTree', () => ({ nodes: [{ nodeId: '1', ignored: false, role: { value: 'RootWebArea' }, name: { value: 'A' }, backendDOMNodeId: 1 }] }));
+  let asked = 0;
+  const get = t.chrome.tabs.get;
+  t.chrome.tabs.get = async (id) => {
+    asked++;
+    return get(id);
+  };
+  const r = await t.read();
+  assert.equal(r.ok, true);
+  assert.equal(r.value.nodes[0].role, 'RootWebArea');
+  assert.equal(asked, 1);
+});
+
 test('an answer past the reply cap is cut and says truncated', async () => {
   const t = await granted();
   const big = Array.from({ length: 2000 }, (_, i) => ({ axId: `p${i}`, role: 'StaticText', name: 'x'.repeat(1000), ignored: false, props: {} }));
