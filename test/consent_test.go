@@ -48,6 +48,7 @@ func TestE2EPriorConsent(t *testing.T) {
 	s := stack.Start(t)
 	tab, tgt := s.Tab(t, s.Pages.URL("/counter"))
 	popup := openPopup(t, s)
+	waitJS(t, s, popup, `document.getElementById('here-origin').textContent !== ''`, "the popup's origin")
 	if got := s.Browser.Text(t, popup, "#here-origin"); got != s.Pages.Origin() {
 		t.Fatalf("the popup speaks of %q, want %s", got, s.Pages.Origin())
 	}

@@ -35,8 +35,14 @@ type devtools struct {
 	mu       sync.Mutex // guards the fields below
 	err      error      // why the reader ended
 	next     int64
-	replies  map[int64]chan *cdproto.Message
+	replies  map[int64]pending
 	sessions map[target.ID]target.SessionID // attached once, kept until detached
+}
+
+// pending is a call waiting for its answer, in session sid.
+type pending struct {
+	ch  chan *cdproto.Message // buffered
+	sid target.SessionID
 }
 
 func dialDevtools(ctx context.Context, wsURL string) (*devtools, error) {
@@ -47,7 +53,7 @@ func dialDevtools(ctx context.Context, wsURL string) (*devtools, error) {
 	d := &devtools{
 		conn:     conn,
 		done:     make(chan struct{}),
-		replies:  map[int64]chan *cdproto.Message{},
+		replies:  map[int64]pending{},
 		sessions: map[target.ID]target.SessionID{},
 	}
 	go d.read()
@@ -55,7 +61,9 @@ func dialDevtools(ctx context.Context, wsURL string) (*devtools, error) {
 }
 
 // read hands each reply to its caller and forgets the sessions that end,
-// until the connection does.
+// until the connection does. A call in a session that ends is answered
+// with an error: a page that closes (a window's button that answers and
+// closes it) never answers what it was doing.
 func (d *devtools) read() {
 	defer close(d.done)
 	for {
@@ -69,11 +77,11 @@ func (d *devtools) read() {
 		switch {
 		case msg.ID != 0:
 			d.mu.Lock()
-			ch := d.replies[msg.ID]
+			p, ok := d.replies[msg.ID]
 			delete(d.replies, msg.ID)
 			d.mu.Unlock()
-			if ch != nil {
-				ch <- msg // buffered
+			if ok {
+				p.ch <- msg
 			}
 		case string(msg.Method) == target.DetachedFromTarget.Method:
 			var ev target.EventDetachedFromTarget
@@ -82,6 +90,12 @@ func (d *devtools) read() {
 				for id, sid := range d.sessions {
 					if sid == ev.SessionID {
 						delete(d.sessions, id)
+					}
+				}
+				for id, p := range d.replies {
+					if p.sid == ev.SessionID {
+						delete(d.replies, id)
+						p.ch <- &cdproto.Message{ID: id, Error: &cdproto.Error{Code: -32001, Message: "the target closed"}}
 					}
 				}
 				d.mu.Unlock()
@@ -108,7 +122,7 @@ func call[P, R any](ctx context.Context, d *devtools, sid target.SessionID, cmd 
 	d.mu.Lock()
 	d.next++
 	id := d.next
-	d.replies[id] = ch
+	d.replies[id] = pending{ch, sid}
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()

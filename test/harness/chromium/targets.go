@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/extensions"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
@@ -243,14 +245,49 @@ func (b *Browser) workerReady(id target.ID) error {
 
 // Click clicks the first element matching the CSS selector in target id,
 // with real mouse events at the element's centre (so a covering element
-// gets the click), once the element is visible.
+// gets the click), once the element is visible and has stopped moving.
+// It runs on the harness's own connection: a chromedp session attached
+// while the page loads can click a document the page no longer shows
+// ("received DOM.documentUpdated when there's no top-level frame"), and
+// the click is then lost.
 func (b *Browser) Click(t testing.TB, id target.ID, selector string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.session(t, id), b.Timeout)
+	ctx, cancel := b.timeout()
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(selector))); err != nil && b.exists(t, id) {
-		b.fail(t, "click %q in %s: %v", selector, id, err)
-	} // a click that closed its own page (an approval window's button) is fine
+	sel, _ := json.Marshal(selector)
+	centre := fmt.Sprintf(`(() => {
+		const el = document.querySelector(%s);
+		if (!el || !el.checkVisibility()) return null;
+		el.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+		const r = el.getBoundingClientRect();
+		return r.width > 0 && r.height > 0 ? [r.left + r.width / 2, r.top + r.height / 2] : null;
+	})()`, sel)
+	var at, last []float64
+	for {
+		var err error
+		at, err = Evaluate[[]float64](ctx, b, id, centre)
+		if err == nil && len(at) == 2 && slices.Equal(at, last) {
+			break // at the same place twice in a row
+		}
+		last = at
+		select {
+		case <-ctx.Done():
+			b.fail(t, "click %q in %s: no visible, still element within %v (last: %v, %v)", selector, id, b.Timeout, at, err)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+	sid, err := b.devtools.session(ctx, id)
+	if err != nil {
+		b.fail(t, "click %q in %s: attach: %v", selector, id, err)
+	}
+	for _, typ := range []input.DispatchMouseEventType{input.DispatchMouseEventTypeMousePressed, input.DispatchMouseEventTypeMouseReleased} {
+		_, err := call(ctx, b.devtools, sid, input.DispatchMouseEvent, input.DispatchMouseEventParams{
+			Type: typ, X: at[0], Y: at[1], Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1,
+		})
+		if err != nil && b.exists(t, id) {
+			b.fail(t, "click %q in %s: %v", selector, id, err)
+		} // a click that closed its own page (an approval window's button) is fine
+	}
 }
 
 // exists reports whether target id is still open.
@@ -264,16 +301,27 @@ func (b *Browser) exists(t testing.TB, id target.ID) bool {
 }
 
 // Text returns the visible text (innerText) of the first element matching
-// the CSS selector in target id, waiting for the element to exist.
+// the CSS selector in target id, once the element exists: what it shows
+// then, which may be nothing yet. Like Click it reads on the harness's own
+// connection (a chromedp session attached while the page loads can look
+// for a node of a document the page no longer shows).
 func (b *Browser) Text(t testing.TB, id target.ID, selector string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.session(t, id), b.Timeout)
+	ctx, cancel := b.timeout()
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(selector)))
-	if err != nil {
-		b.fail(t, "text of %q in %s: %v", selector, id, err)
+	sel, _ := json.Marshal(selector)
+	text := fmt.Sprintf(`document.querySelector(%s)?.innerText ?? null`, sel)
+	for {
+		s, err := Evaluate[*string](ctx, b, id, text)
+		if err == nil && s != nil {
+			return *s
+		}
+		select {
+		case <-ctx.Done():
+			b.fail(t, "text of %q in %s: no such element within %v (%v)", selector, id, b.Timeout, err)
+		case <-time.After(25 * time.Millisecond):
+		}
 	}
-	return s
 }
 
 // Eval evaluates the JavaScript expression in target id (a page or a
