@@ -212,7 +212,8 @@ export function createExtension(chrome, {
   // a navigation is done again once, then refused STALE_TARGET. read gets
   // lastCall, to call once it has sent every call its answer depends on
   // (ax.read's lastCall): the frame tree after is asked there, not after
-  // the answers came.
+  // the answers came. It gets the frame tree before too (a promise), for a
+  // read that needs the tree itself (frames, a child frame's checks).
   async function oneDocument({ gate, send, page, tree }, read) {
     const current = async (asked = send('Page.getFrameTree')) => {
       const { frameTree } = await asked;
@@ -223,8 +224,9 @@ export function createExtension(chrome, {
       return frameTree.frame;
     };
     for (let attempt = 0; attempt < 2; attempt++) {
-      const frame = await current(tree);
+      const before = tree ?? send('Page.getFrameTree');
       tree = undefined; // asked once (leased), before the first read only
+      const frame = await current(before);
       const epoch = `${frame.id}:${frame.loaderId}`;
       // The URL as the tab shows it: with its fragment, and for a failed
       // navigation the URL that could not be reached.
@@ -234,7 +236,7 @@ export function createExtension(chrome, {
         asked = tree ?? send('Page.getFrameTree'); // tree: one the read asked itself
         asked.catch(() => {}); // a read that failed meanwhile answers instead
       };
-      const result = await read({ ...page, documentEpoch: epoch, url }, lastCall);
+      const result = await read({ ...page, documentEpoch: epoch, url }, lastCall, before);
       const after = await current(asked);
       if (`${after.id}:${after.loaderId}` === epoch) return result;
     }
@@ -246,8 +248,8 @@ export function createExtension(chrome, {
   // and every frame above it are of the main document's HTTP(S) origin
   // (else POLICY_DENIED), each proven as dom.frameOrigin proves it.
   // Out-of-process frames are not in the tree: STALE.
-  async function sameOriginFrame({ gate, send }, want) {
-    const { frameTree } = await send('Page.getFrameTree', {});
+  async function sameOriginFrame({ gate, send }, want, tree = send('Page.getFrameTree', {})) {
+    const { frameTree } = await tree;
     const path = (t, trail) => {
       if (t.frame.id === want.frameId) return [...trail, t.frame];
       for (const c of t.childFrames ?? []) {
@@ -260,7 +262,8 @@ export function createExtension(chrome, {
     if (!frames || frames.length < 2 || frames.at(-1).loaderId !== want.loaderId) fail('STALE_TARGET');
     const origin = originOf(frames[0].url);
     if (!isHttp(frames[0].url)) fail('POLICY_DENIED');
-    for (const f of frames) if ((await dom.frameOrigin(gate, send, f)) !== origin) fail('POLICY_DENIED');
+    const origins = await Promise.all(frames.map((f) => dom.frameOrigin(gate, send, f)));
+    if (origins.some((o) => o !== origin)) fail('POLICY_DENIED');
     const f = frames.at(-1);
     return { documentEpoch: `${f.id}:${f.loaderId}`, url: f.url };
   }
@@ -270,12 +273,15 @@ export function createExtension(chrome, {
 
   // inFrame runs read on a child frame's document, only while it and every
   // frame above it are of the main document's origin: checked before and
-  // after.
-  async function inFrame(ctx, page, frame, read) {
-    const before = await sameOriginFrame(ctx, frame);
-    const result = await read({ ...page, ...before });
-    const after = await sameOriginFrame(ctx, frame);
-    if (after.documentEpoch !== before.documentEpoch) fail('STALE_TARGET');
+  // after, on the frame trees that prove the main document (oneDocument's
+  // before and lastCall's), not on trees of their own.
+  async function inFrame(ctx, page, frame, read, { before, lastCall } = {}) {
+    const was = await sameOriginFrame(ctx, frame, before);
+    const result = await read({ ...page, ...was });
+    const asked = ctx.send('Page.getFrameTree', {});
+    lastCall?.(asked);
+    const after = await sameOriginFrame(ctx, frame, asked);
+    if (after.documentEpoch !== was.documentEpoch) fail('STALE_TARGET');
     return result;
   }
 
@@ -307,8 +313,8 @@ export function createExtension(chrome, {
   // frameList reports the tab's frames: the main frame first, then every
   // frame owner's frame, parents before children. Metadata only.
   async function frameList(ctx) {
-    return oneDocument(ctx, async (page) => {
-      const t = await topology(ctx.send, { describe: true, origin: (f) => dom.frameOrigin(ctx.gate, ctx.send, f) });
+    return oneDocument(ctx, async (page, lastCall, tree) => {
+      const t = await topology(ctx.send, { describe: true, origin: (f) => dom.frameOrigin(ctx.gate, ctx.send, f), tree });
       if (`${t.root.frameId}:${t.root.loaderId}` !== page.documentEpoch) fail('STALE_TARGET');
       const main = { frameId: t.root.frameId, loaderId: t.root.loaderId, origin: t.root.origin, local: true };
       const frames = [main, ...t.frames.map(({ owner, ...f }) => f)];
@@ -395,9 +401,9 @@ export function createExtension(chrome, {
         if (!f && backendNodeId === undefined && pageread.PAGE_READ.on) return oneDocument(ctx, (page, lastCall) => readDocument(ctx, page, lastCall));
         // Asked beside the read's first calls: only its walk needs it.
         const shown = notShown(ctx.tab).then((hidden) => !hidden);
-        return oneDocument(ctx, (page, lastCall) => {
+        return oneDocument(ctx, (page, lastCall, before) => {
           if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId, { shown, lastCall });
-          return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId));
+          return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId), { before, lastCall });
         });
       },
       {
@@ -417,11 +423,12 @@ export function createExtension(chrome, {
       async (ctx) => {
         const { name, role, frame, backendNodeId: root } = ctx.request;
         const hidden = await notShown(ctx.tab);
-        return oneDocument(ctx, (page) => {
+        return oneDocument(ctx, (page, lastCall, before) => {
           if (!frame) return ax.find(ctx.send, page, name, role, { hidden, root });
           // In a child frame the search walks its tree (queryAXTree starts
           // from a document node of the main frame).
-          return inFrame(ctx, page, frame, (p) => ax.find(ctx.send, p, name, role, { hidden: true, frameId: frame.frameId, root }));
+          return inFrame(ctx, page, frame, (p) => ax.find(ctx.send, p, name, role, { hidden: true, frameId: frame.frameId, root }),
+            { before, lastCall });
         });
       },
       DOCUMENT,
@@ -435,10 +442,10 @@ export function createExtension(chrome, {
             (r.frame !== undefined && !validFrame(r.frame)) ||
             Object.keys(r).some((k) => !['backendNodeId', 'after', 'maxNodes', 'frame'].includes(k))) fail('INVALID_REQUEST');
       },
-      (ctx) => oneDocument(ctx, (page) => {
+      (ctx) => oneDocument(ctx, (page, lastCall, before) => {
         const { frame, ...request } = ctx.request;
         if (!frame) return ax.readWindow(ctx.send, page, { ...request, clickFrame: ctx.gate.mainFrameId });
-        return inFrame(ctx, page, frame, (p) => ax.readWindow(ctx.send, p, { ...request, frameId: frame.frameId }));
+        return inFrame(ctx, page, frame, (p) => ax.readWindow(ctx.send, p, { ...request, frameId: frame.frameId }), { before, lastCall });
       }),
       DOCUMENT,
     ),

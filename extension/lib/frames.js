@@ -38,10 +38,14 @@ export function spread(filter) {
 export const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCEDFRAME', 'PORTAL']);
 
 // topology reads the tab's frames. describe: look up the frame ID of owners
-// whose document we cannot see (one DOM.describeNode each), for an inventory
-// whose IDs stay stable; a capture does not need them. origin proves the
-// origin of a frame's document ({id, loaderId, securityOrigin}, see
-// dom.frameOrigin); without it a frame's securityOrigin is taken as is.
+// whose document we cannot see (one DOM.describeNode each, sent at once),
+// for an inventory whose IDs stay stable; a capture does not need them.
+// origin proves the origin of a frame's document ({id, loaderId,
+// securityOrigin}, see dom.frameOrigin; the frames' proofs are asked at
+// once); without it a frame's securityOrigin is taken as is. tree, when
+// given, is a Page.getFrameTree already asked (the one that named the
+// document: a frame attached after it is not in it, so is out of sight
+// here, as one out of process is).
 //
 // It returns {root, frames, branches, truncated}:
 //   root      {frameId, loaderId, origin}
@@ -54,9 +58,9 @@ export const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCE
 //             reflections may carry its pixels beyond its box
 //   truncated frames may exist that are not listed: beyond the budgets, or
 //             inside a frame we cannot see (their branches are foreign)
-export async function topology(send, { describe = false, origin = async (f) => f.securityOrigin } = {}) {
+export async function topology(send, { describe = false, origin = async (f) => f.securityOrigin, tree } = {}) {
   const [{ frameTree }, snapshot] = await Promise.all([
-    send('Page.getFrameTree', {}),
+    tree ?? send('Page.getFrameTree', {}),
     send('DOMSnapshot.captureSnapshot', { computedStyles: PAINT_STYLES }),
   ]);
   const local = new Map(); // frame ID -> {loaderId, origin} of in-process frames
@@ -66,7 +70,9 @@ export async function topology(send, { describe = false, origin = async (f) => f
     if (!tupleOrigin(t.frame.securityOrigin) && unproven.length < BUDGET.frames) unproven.push(t.frame);
     for (const c of t.childFrames ?? []) index(c);
   })(frameTree);
-  for (const f of unproven) local.get(f.id).origin = await origin(f);
+  await Promise.all(unproven.map(async (f) => {
+    local.get(f.id).origin = await origin(f);
+  }));
   const rootFrame = frameTree.frame;
   const root = { frameId: rootFrame.id, loaderId: rootFrame.loaderId, origin: rootFrame.securityOrigin };
   const sameOrigin = (o) => tupleOrigin(o) && tupleOrigin(root.origin) && o === root.origin;
@@ -152,11 +158,10 @@ export async function topology(send, { describe = false, origin = async (f) => f
   });
   if (describe) {
     // Out-of-sight frames get their IDs from their owner elements.
-    for (const f of frames) {
-      if (f.local) continue;
+    await Promise.all(frames.filter((f) => !f.local).map(async (f) => {
       const node = await send('DOM.describeNode', { backendNodeId: f.owner }).then((r) => r.node, rethrowCode);
       if (typeof node?.frameId === 'string') f.frameId = node.frameId;
-    }
+    }));
   }
   return { root, frames, branches, truncated };
 }

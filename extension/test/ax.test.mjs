@@ -598,8 +598,12 @@ test('a bulk read of a child frame asks for that frame\'s tree; a subtree read s
   const tree = frame('F1', 'L1', [frame('C1', 'LC')]);
   tree.frame.url = 'https://a.test/';
   t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: tree }));
+  const trees = t.calls('Page.getFrameTree');
   const r = (await t.read({ frame: { frameId: 'C1', loaderId: 'LC' } })).value;
   assert.deepEqual(r.nodes.map((n) => n.name), ['Child', 'Inside']);
+  // One tree before the read and one after: the main document's checks and
+  // the frame's share them.
+  assert.equal(t.calls('Page.getFrameTree') - trees, 2);
   assert.deepEqual(t.chrome.commands.find((c) => c.method === 'Accessibility.getFullAXTree').params, { frameId: 'C1' });
   assert.equal(t.calls('Runtime.evaluate'), 0); // the main world's document is not the frame's: neither its elements nor its listeners
   const sub = (await t.read({ backendNodeId: 20 })).value;

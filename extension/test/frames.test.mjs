@@ -48,10 +48,14 @@ test('an about:blank or srcdoc frame is of the origin its document has, not the 
       { owner: 13, origin: '://', selfOrigin: OTHER, box: [40, 0, 10, 10] }, // made by another origin's script
     ],
   });
+  const from = t.chrome.commands.length;
   const r = await t.list();
   assert.equal(r.ok, true, r.code);
   assert.deepEqual(r.value.frames.map((f) => [f.frameId, f.origin]),
     [['F1', ORIGIN], ['C11', ORIGIN], ['C111', ORIGIN], ['C12', '://'], ['C13', OTHER]]);
+  // The three proofs are asked at once, not one frame after another.
+  const proofs = t.chrome.commands.slice(from).map((c) => c.method).filter((m) => m === 'Page.createIsolatedWorld' || m === 'Runtime.evaluate');
+  assert.deepEqual(proofs, [...Array(3).fill('Page.createIsolatedWorld'), ...Array(3).fill('Runtime.evaluate')]);
   // Proven in an isolated world of each frame, and only where the
   // reported origin is not an HTTP(S) one.
   assert.deepEqual(t.sent('Page.createIsolatedWorld').map((c) => c.params), ['C11', 'C12', 'C13'].map((frameId) => ({ frameId, worldName: 'dsh-broker' })));
@@ -97,9 +101,12 @@ test('frames.list: the main frame first, then every frame, parents before childr
     { frameId: 'C12', parentId: 'F1', loaderId: 'L-C12', origin: OTHER, local: true },
     { frameId: 'C14', parentId: 'F1', loaderId: 'L-C14', origin: '://', local: true },
   ];
+  const trees = t.sent('Page.getFrameTree').length;
   const r = await t.list();
   assert.equal(r.ok, true, r.code);
   assert.deepEqual(r.value, { documentEpoch: 'F1:L1', url: 'https://a.test/', truncated: false, frames: inProcess });
+  // One tree names the document and the frames, one after proves it.
+  assert.equal(t.sent('Page.getFrameTree').length - trees, 2);
   assert.equal(t.sent('DOM.describeNode').length, 0);
 
   // An out-of-process frame is listed with the ID of its owner; what it
