@@ -441,7 +441,7 @@ export function pageReader(opts, ...listenedElements) {
   }
 
   // nameOf is an element's accessible name.
-  function nameOf(el, tag, role, focusable) {
+  function nameOf(el, tag, role, focusable, editableRoot) {
     // A focusable element may be named whatever its role. Chromium names
     // a line break by its text.
     if (NO_NAME.has(role) && !focusable) return role === 'LineBreak' ? '\n' : '';
@@ -488,7 +488,8 @@ export function pageReader(opts, ...listenedElements) {
       if (title) return clean(title.textContent);
     }
     if (tag === 'option') return clean(el.label);
-    if (FROM_CONTENT.has(role)) {
+    // An editing host's text is its value, never its name.
+    if (FROM_CONTENT.has(role) && !editableRoot) {
       const t = clean(textOf(el, { depth: 0 }));
       if (t) return t;
     }
@@ -708,14 +709,15 @@ export function pageReader(opts, ...listenedElements) {
     if (!inModalHere && !modalPath.has(el)) return;
     const hiddenHere = ariaHidden || attr(el, 'aria-hidden')?.trim().toLowerCase() === 'true';
     const disabledHere = disabled || attr(el, 'aria-disabled')?.trim().toLowerCase() === 'true';
-    // The root elements, and those a modal dialog is inside (inert, but
-    // for the dialog), are no nodes of Chromium's tree.
-    const root = tag === 'html' || tag === 'body' || !inModalHere;
-    const visible = s.visibility === 'visible';
     // isContentEditable asks the style: only asked in an editable subtree,
     // or of an element that says it is one (a page whose CSS alone makes
     // an element editable is not seen so).
     const editableHere = (editing || designMode || el.hasAttribute('contenteditable')) && el.isContentEditable;
+    // The root elements, and those a modal dialog is inside (inert, but
+    // for the dialog), are no nodes of Chromium's tree; but for a body that
+    // is an editing host (an editor's frame: TinyMCE's), which is.
+    const root = tag === 'html' || (tag === 'body' && !(editableHere && el.hasAttribute('contenteditable'))) || !inModalHere;
+    const visible = s.visibility === 'visible';
     let own = parent;
     if (!root) {
       const mark = visible || hiddenHere ? marked(el, tag, s, editableHere) : false;
@@ -739,7 +741,7 @@ export function pageReader(opts, ...listenedElements) {
           if (control || region || clickable) {
             const disabledNow = disabledOf(el, tag, disabledHere);
             const focusable = !disabledNow && (el.tabIndex >= 0 || el.hasAttribute('tabindex') || editableRoot);
-            const name = nameOf(el, tag, role, focusable);
+            const name = nameOf(el, tag, role, focusable, editableRoot);
             if (control || clickable || name !== '') {
               const n = { axId: `p${index++}`, role, name, ignored: false, props: {} };
               if (parent) n.parentAxId = parent;

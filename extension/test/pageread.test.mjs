@@ -348,3 +348,52 @@ test('the reader is warmed once the world is kept and the page loaded, whichever
   for (let i = 0; i < 10; i++) await flush();
   assert.equal(warms(from).length, 0);
 });
+
+test('a same-origin child frame is read by the reader in the frame\'s world; the AX read when it cannot be', async () => {
+  const t = await granted();
+  const tree = { frame: { id: 'F1', loaderId: 'L1', url: 'https://a.test/', securityOrigin: 'https://a.test' },
+    childFrames: [{ frame: { id: 'C1', loaderId: 'LC', url: 'https://a.test/inner', securityOrigin: 'https://a.test' } }] };
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: tree }));
+  const passes = page(t, { nodes: [button, text] });
+  const before = t.chrome.commands.length;
+  const frame = { frameId: 'C1', loaderId: 'LC' };
+  const r = await t.read({ frame });
+  assert.equal(r.ok, true, r.code);
+  assert.equal(r.value.documentEpoch, 'C1:LC');
+  assert.equal(r.value.url, 'https://a.test/inner');
+  assert.deepEqual(r.value.nodes.map((n) => [n.name, n.backendNodeId]), [['Add', 100], ['Add', undefined]]);
+  assert.equal(passes.length, 1);
+  const sent = t.chrome.commands.slice(before);
+  const methods = sent.map((c) => c.method);
+  assert.deepEqual(sent.find((c) => c.method === 'Page.createIsolatedWorld').params, { frameId: 'C1', worldName: 'dsh-broker' });
+  // The reader's definition, the document and the reader go at once; the
+  // listener read follows the reader; the tags go after.
+  const evaluates = sent.filter((c) => c.method === 'Runtime.evaluate')
+    .map((c) => [c.params.expression.startsWith('globalThis.__dshPageReader') ? 'the reader' : c.params.expression, c.params.contextId]);
+  assert.deepEqual(evaluates, [['the reader', 7], ['document', 7]]);
+  const reader = methods.indexOf('Runtime.callFunctionOn');
+  assert.ok(reader > methods.indexOf('Runtime.evaluate') && reader < methods.indexOf('DOMDebugger.getEventListeners'));
+  assert.equal(methods.filter((m) => m === 'Runtime.callFunctionOn').length, 2, 'the reader, then removeTags');
+  assert.equal(methods.filter((m) => m.startsWith('Accessibility.') || m.startsWith('DOMSnapshot.')).length, 0);
+
+  // A second read of the same document: the world is kept, the reader not
+  // defined again.
+  const again = t.chrome.commands.length;
+  assert.equal((await t.read({ frame })).ok, true);
+  const next = t.chrome.commands.slice(again);
+  assert.equal(next.filter((c) => c.method === 'Page.createIsolatedWorld').length, 0);
+  assert.deepEqual(next.filter((c) => c.method === 'Runtime.evaluate').map((c) => c.params.expression), ['document']);
+
+  // A reader that fails gives way to the AX read of the frame.
+  const failing = await granted();
+  failing.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: tree }));
+  page(failing, { nodes: [button, text], fail: true });
+  failing.chrome.cdp.set('Accessibility.getRootAXNode', ({ frameId }) => {
+    assert.equal(frameId, 'C1');
+    return { node: { nodeId: '1', role: { value: 'RootWebArea' }, name: { value: 'Inner' }, childIds: [] } };
+  });
+  const ax = await failing.read({ frame });
+  assert.equal(ax.ok, true, ax.code);
+  assert.deepEqual(ax.value.nodes.map((n) => n.name), ['Inner']);
+  assert.ok(failing.methods().includes('Accessibility.getRootAXNode'));
+});

@@ -468,10 +468,18 @@ var modalPages = map[string]string{
 <main><h1>Behind</h1><button>Behind button</button></main>
 <div role="dialog" aria-modal="true" aria-label="Box"><p>In the box</p><button>Inside button</button></div>
 </body></html>`,
+	// An editor's document (TinyMCE writes its frame so): the body is the
+	// editing host, a node of Chromium's tree.
+	"/editorbody": `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Editor</title></head>
+<body contenteditable="true" aria-label="Rich Text Area"><p>Dear Ada,</p><p>Yours, Charles</p></body></html>`,
+	// An editing host whose role takes its name from its text (GrapesJS
+	// makes a heading one) takes none.
+	"/editableheading": `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Editable heading</title></head>
+<body><h1 contenteditable="true">Summer sale</h1><p>Everything must go.</p></body></html>`,
 }
 
-// TestPageReaderEdges compares the two reads on edgePage and the modal
-// pages.
+// TestPageReaderEdges compares the two reads on edgePage, the modal pages
+// and an editor's document.
 func TestPageReaderEdges(t *testing.T) {
 	env := startAXBench(t, "")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -483,7 +491,7 @@ func TestPageReaderEdges(t *testing.T) {
 		fmt.Fprint(w, page)
 	}))
 	defer srv.Close()
-	for _, path := range []string{"/edges", "/modal", "/ariamodal"} {
+	for _, path := range []string{"/edges", "/modal", "/ariamodal", "/editorbody", "/editableheading"} {
 		t.Run(path[1:], func(t *testing.T) {
 			tab := env.openURL(t, srv.URL+path)
 			defer env.b.CloseTab(t, tab.target)
