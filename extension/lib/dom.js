@@ -260,20 +260,6 @@ export function worldsOf(gate) {
   return gate.worlds;
 }
 
-// frameWorld is the isolated world of the frame {frameId, loaderId}: the
-// one worldsOf keeps for its document, made when there is none yet.
-export async function frameWorld(gate, send, frame) {
-  const worlds = worldsOf(gate);
-  const key = `${frame.frameId}:${frame.loaderId}`;
-  let contextId = worlds.get(key);
-  if (contextId === undefined) {
-    ({ executionContextId: contextId } = await send('Page.createIsolatedWorld', { frameId: frame.frameId, worldName: WORLD }));
-    if (worlds.size >= 16) worlds.clear();
-    worlds.set(key, contextId);
-  }
-  return contextId;
-}
-
 // mainFrame names the gate's main document as callOn takes a frame.
 export const mainFrame = (gate) => ({ frameId: gate.mainFrameId, loaderId: gate.mainLoaderId });
 

@@ -302,23 +302,6 @@ export function createExtension(chrome, {
     return ax.read(ctx.send, page, undefined, undefined, ctx.gate.mainFrameId, { shown, lastCall });
   }
 
-  // readFrame reads a child frame's whole document in the page, in the
-  // frame's world (pageread.js readFrame), or where that cannot be done,
-  // and for an element's subtree, with the AX read.
-  async function readFrame(ctx, f, page, backendNodeId) {
-    if (backendNodeId === undefined && pageread.PAGE_READ.on) {
-      try {
-        const context = await dom.frameWorld(ctx.gate, ctx.send, f);
-        ctx.gate.readerWorlds ??= new Set();
-        return await pageread.readFrame(ctx.send, context, page, ctx.gate.readerWorlds);
-      } catch (e) {
-        if (e instanceof CodeError) throw e;
-        dom.worldsOf(ctx.gate).delete(`${f.frameId}:${f.loaderId}`); // the world, if any, went with its document
-      }
-    }
-    return ax.read(ctx.send, page, backendNodeId, f.frameId);
-  }
-
   // DOCUMENT marks a leased method whose fn starts with oneDocument.
   const DOCUMENT = { document: true };
 
@@ -420,7 +403,7 @@ export function createExtension(chrome, {
         const shown = notShown(ctx.tab).then((hidden) => !hidden);
         return oneDocument(ctx, (page, lastCall, before) => {
           if (!f) return ax.read(ctx.send, page, backendNodeId, undefined, ctx.gate.mainFrameId, { shown, lastCall });
-          return inFrame(ctx, page, f, (p) => readFrame(ctx, f, p, backendNodeId), { before, lastCall });
+          return inFrame(ctx, page, f, (p) => ax.read(ctx.send, p, backendNodeId, f.frameId), { before, lastCall });
         });
       },
       {

@@ -209,8 +209,24 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
     lastCall();
     first = await first;
   }
+  let { answer, tagged, listened } = first;
   try {
-    const { answer, tagged } = await settle(send, context, document, opts, first, lastCall);
+    if (mustRerun(answer, tagged, listened)) {
+      const ids = [...listened.keys()].slice(0, PAGE_READ.listened);
+      const objects = await Promise.all(ids.map((backendNodeId) =>
+        send('DOM.resolveNode', { backendNodeId, executionContextId: context }).then((r) => r.object?.objectId, (e) => {
+          if (e instanceof CodeError) throw e;
+          return undefined;
+        })));
+      const present = ids.filter((_, i) => objects[i] !== undefined);
+      opts.listened = present.map((id) => listened.get(id));
+      opts.listenedMore = listened.size > ids.length;
+      const pass = run(send, context, document, opts, objects.filter((o) => o !== undefined));
+      lastCall();
+      ({ answer, tagged } = await pass);
+      for (const objectId of objects) if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
+      if (answer.incomplete) throw new Unreadable('more listened elements than a read passes');
+    }
     const out = finish(page, answer, tagged);
     const frames = (await tree?.catch(() => undefined))?.frameTree?.childFrames?.length;
     if (out.frameOwners !== undefined && frames > out.frameOwners) out.frameOwners = frames;
@@ -222,62 +238,6 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
   } finally {
     send('Runtime.callFunctionOn', { functionDeclaration: REMOVE, executionContextId: context }).catch(() => {});
     if (gate.world?.document !== document) send('Runtime.releaseObject', { objectId: document }).catch(() => {});
-  }
-}
-
-// settle runs the reader again, with the page's listened elements, when
-// they could change its first pass's answer (mustRerun), and returns the
-// last pass's answer and tags. lastCall is called once the second pass is
-// sent.
-async function settle(send, context, document, opts, { answer, tagged, listened }, lastCall = () => {}) {
-  if (!mustRerun(answer, tagged, listened)) return { answer, tagged };
-  const ids = [...listened.keys()].slice(0, PAGE_READ.listened);
-  const objects = await Promise.all(ids.map((backendNodeId) =>
-    send('DOM.resolveNode', { backendNodeId, executionContextId: context }).then((r) => r.object?.objectId, (e) => {
-      if (e instanceof CodeError) throw e;
-      return undefined;
-    })));
-  const present = ids.filter((_, i) => objects[i] !== undefined);
-  opts.listened = present.map((id) => listened.get(id));
-  opts.listenedMore = listened.size > ids.length;
-  const pass = run(send, context, document, opts, objects.filter((o) => o !== undefined));
-  lastCall();
-  const again = await pass;
-  for (const objectId of objects) if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
-  if (again.answer.incomplete) throw new Unreadable('more listened elements than a read passes');
-  return again;
-}
-
-// readFrame reads a same-origin child frame's whole document with
-// pageReader in context, an isolated world of the frame (dom.js
-// frameWorld; the caller proves the frame's document and origins before
-// and after, extension.js inFrame), and returns ax.js read's answer for
-// page (the frame's documentEpoch and URL). defined holds the worlds the
-// reader was defined in: it is sent once per world, beside the first read
-// there. The document's object is asked beside the reader, and the
-// listener read sent once it is known.
-export async function readFrame(send, context, page, defined) {
-  if (!defined.has(context)) {
-    if (defined.size >= 64) defined.clear();
-    defined.add(context);
-    send('Runtime.evaluate', { expression: DEFINE, contextId: context }).catch(() => {});
-  }
-  const document = send('Runtime.evaluate', { expression: 'document', contextId: context }).then((r) => {
-    if (typeof r.result?.objectId !== 'string') throw new Unreadable('no document');
-    return r.result.objectId;
-  });
-  document.catch(() => {});
-  const opts = options();
-  try {
-    const first = await run(send, context, document, opts, []);
-    const { answer, tagged } = await settle(send, context, await document, opts, first);
-    return finish(page, answer, tagged);
-  } catch (e) {
-    if (e instanceof CodeError || e instanceof Unreadable) throw e;
-    throw new Unreadable(`the frame's reader failed: ${e?.message}`);
-  } finally {
-    send('Runtime.callFunctionOn', { functionDeclaration: REMOVE, executionContextId: context }).catch(() => {});
-    document.then((objectId) => send('Runtime.releaseObject', { objectId })).catch(() => {});
   }
 }
 
@@ -302,12 +262,10 @@ function options() {
 // most MAX_URL, six bytes a character escaped), a title, the epoch.
 const PAGE_BYTES = 6 * LIMITS.MAX_URL + 4096;
 
-// run runs the reader once, then the listener read right behind it (or,
-// when document is a promise of the document's object ID, as soon as that
-// is known: still after the reader), and answers the reader's answer, the
-// backend node ID of each tagged node (by index), and the page's own
-// listeners that matter (backend node ID -> types, in the document's
-// order).
+// run runs the reader once, then the listener read right behind it, and
+// answers the reader's answer, the backend node ID of each tagged node
+// (by index), and the page's own listeners that matter (backend node ID
+// -> types, in the document's order).
 async function run(send, context, document, opts, objects) {
   const reader = send('Runtime.callFunctionOn', {
     functionDeclaration: CALL,
@@ -315,8 +273,7 @@ async function run(send, context, document, opts, objects) {
     arguments: [{ value: opts }, ...objects.map((objectId) => ({ objectId }))],
     returnByValue: true,
   });
-  const listen = (objectId) => send('DOMDebugger.getEventListeners', { objectId, depth: -1, pierce: true });
-  const listeners = typeof document === 'string' ? listen(document) : document.then(listen);
+  const listeners = send('DOMDebugger.getEventListeners', { objectId: document, depth: -1, pierce: true });
   let answer;
   try {
     const r = await reader;
