@@ -716,7 +716,8 @@ export function pageReader(opts, ...listenedElements) {
     // The root elements, and those a modal dialog is inside (inert, but
     // for the dialog), are no nodes of Chromium's tree; but for a body that
     // is an editing host (an editor's frame: TinyMCE's), which is.
-    const root = tag === 'html' || (tag === 'body' && !(editableHere && el.hasAttribute('contenteditable'))) || !inModalHere;
+    const editorBody = tag === 'body' && editableHere && el.hasAttribute('contenteditable');
+    const root = tag === 'html' || (tag === 'body' && !editorBody) || !inModalHere;
     const visible = s.visibility === 'visible';
     let own = parent;
     if (!root) {

@@ -3,7 +3,6 @@ package chromium
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -254,27 +253,21 @@ func (b *Browser) Click(t testing.TB, id target.ID, selector string) {
 	t.Helper()
 	ctx, cancel := b.timeout()
 	defer cancel()
-	sel, _ := json.Marshal(selector)
 	centre := fmt.Sprintf(`(() => {
-		const el = document.querySelector(%s);
+		const el = %s;
 		if (!el || !el.checkVisibility()) return null;
 		el.scrollIntoView({ block: 'nearest', inline: 'nearest' });
 		const r = el.getBoundingClientRect();
 		return r.width > 0 && r.height > 0 ? [r.left + r.width / 2, r.top + r.height / 2] : null;
-	})()`, sel)
-	var at, last []float64
-	for {
-		var err error
-		at, err = Evaluate[[]float64](ctx, b, id, centre)
-		if err == nil && len(at) == 2 && slices.Equal(at, last) {
-			break // at the same place twice in a row
-		}
+	})()`, query(selector))
+	var last []float64
+	at, err := poll(ctx, b, id, centre, func(at []float64) bool {
+		still := len(at) == 2 && slices.Equal(at, last) // at the same place twice in a row
 		last = at
-		select {
-		case <-ctx.Done():
-			b.fail(t, "click %q in %s: no visible, still element within %v (last: %v, %v)", selector, id, b.Timeout, at, err)
-		case <-time.After(25 * time.Millisecond):
-		}
+		return still
+	})
+	if err != nil {
+		b.fail(t, "click %q in %s: no visible, still element within %v: %v", selector, id, b.Timeout, err)
 	}
 	sid, err := b.devtools.session(ctx, id)
 	if err != nil {
@@ -309,19 +302,18 @@ func (b *Browser) Text(t testing.TB, id target.ID, selector string) string {
 	t.Helper()
 	ctx, cancel := b.timeout()
 	defer cancel()
-	sel, _ := json.Marshal(selector)
-	text := fmt.Sprintf(`document.querySelector(%s)?.innerText ?? null`, sel)
-	for {
-		s, err := Evaluate[*string](ctx, b, id, text)
-		if err == nil && s != nil {
-			return *s
-		}
-		select {
-		case <-ctx.Done():
-			b.fail(t, "text of %q in %s: no such element within %v (%v)", selector, id, b.Timeout, err)
-		case <-time.After(25 * time.Millisecond):
-		}
+	text, err := poll(ctx, b, id, query(selector)+`?.innerText ?? null`, func(s *string) bool { return s != nil })
+	if err != nil {
+		b.fail(t, "text of %q in %s: no such element within %v (%v)", selector, id, b.Timeout, err)
 	}
+	return *text
+}
+
+// query is the JavaScript expression of the first element matching the
+// CSS selector.
+func query(selector string) string {
+	sel, _ := json.Marshal(selector)
+	return fmt.Sprintf("document.querySelector(%s)", sel)
 }
 
 // Eval evaluates the JavaScript expression in target id (a page or a
@@ -350,19 +342,29 @@ func (b *Browser) WaitEval(t testing.TB, id target.ID, expr string, timeout time
 	}
 	ctx, cancel := context.WithTimeout(b.Ctx, timeout)
 	defer cancel()
+	if _, err := poll(ctx, b, id, expr, func(ok bool) bool { return ok }); err != nil {
+		b.fail(t, "%s never held in %s within %v: %v", expr, id, timeout, err)
+	}
+}
+
+// poll evaluates expr in target id every 25 ms until done accepts its value,
+// and returns that value. An evaluation that errs (the target not ready
+// yet) is tried again. When ctx ends or the browser exits, it returns the
+// last value and why it stopped.
+func poll[T any](ctx context.Context, b *Browser, id target.ID, expr string, done func(T) bool) (T, error) {
 	for {
-		ok, err := Evaluate[bool](ctx, b, id, expr)
-		if err == nil && ok {
-			return
+		v, err := Evaluate[T](ctx, b, id, expr)
+		if err == nil && done(v) {
+			return v, nil
 		}
 		select {
 		case <-ctx.Done():
 			if err == nil {
-				err = errors.New("it is false")
+				err = fmt.Errorf("%w; the last value was %v", ctx.Err(), v)
 			}
-			b.fail(t, "%s never held in %s within %v: %v", expr, id, timeout, err)
+			return v, err
 		case <-b.exited:
-			b.fail(t, "the browser exited (%v) while waiting for %s", b.cmd.ProcessState, expr)
+			return v, fmt.Errorf("the browser exited (%v)", b.cmd.ProcessState)
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
