@@ -69,6 +69,11 @@ const (
 	// elements the main document holds), so that it lists the frames
 	// (browser.frames) only of a page that has some.
 	CapObserveFrameOwners = "broker.observe-frame-owners.v1"
+	// CapObserveFrames: a client that lists it gets a full observation of
+	// the whole document with the page's child frames in it (Frames): every
+	// listed child frame, the same-origin ones read (up to
+	// MaxInlineFrames), all under the authority of one list taken with it.
+	CapObserveFrames = "broker.observe-frames.v1"
 )
 
 // Offered lists what the broker offers every peer for the browser kind
@@ -77,7 +82,7 @@ func Offered() []string {
 	return []string{CapRuntime, CapProviderAXRead, CapProviderAXFind, CapObserveQuery, CapPersonalTabScope,
 		CapJournalRecovery, CapRuntimeBatch, CapCheck, CapRadio, CapWheel, CapContentEditable, CapAppend, CapElementState,
 		CapCapturePublish, CapPageWindows, CapFrames, CapObserveFrame, CapFrameClick, CapFrameQuery, CapFrameSubtree, CapFramePage,
-		CapFrameInputClient, CapSelectOption, CapCapturePaint, CapActionDelta, CapObserveFrameOwners, CapDblclick, CapHover, CapKeyChord, CapDrag, CapClickAt}
+		CapFrameInputClient, CapSelectOption, CapCapturePaint, CapActionDelta, CapObserveFrameOwners, CapObserveFrames, CapDblclick, CapHover, CapKeyChord, CapDrag, CapClickAt}
 }
 
 // Provider capabilities: what a browser provider advertises in its hello.

@@ -152,6 +152,27 @@ type Observation struct {
 	// document, on a full observation of the whole document when the
 	// browser could tell: 0 means there is no child frame to list.
 	FrameOwners *int `json:"frameOwners,omitempty"`
+	// Frames (ours, for a client that lists [CapObserveFrames]) are the
+	// page's child frames, on a full observation of the whole document
+	// whose frames could be listed with it.
+	Frames []InlineFrame `json:"frames,omitempty"`
+}
+
+// MaxInlineFrames bounds the same-origin child frames read into one
+// observation (CapObserveFrames); the others are listed, to read with
+// frame. With MaxFrames listed, five observations of at most
+// MaxSnapshotSize and the list fit one reply with room.
+const MaxInlineFrames = 4
+
+// InlineFrame is a child frame in an observation (CapObserveFrames): the
+// frame as browser.frames lists it and, for a same-origin one, its
+// observation (whose refs act with frame) or the code that refused its
+// read. A same-origin frame with neither was not read: it has no document
+// yet, or MaxInlineFrames were read before it.
+type InlineFrame struct {
+	Frame
+	Observation *Observation `json:"observation,omitempty"`
+	Code        string       `json:"code,omitempty"`
 }
 
 // ObserveParams is the params of browser.observe.

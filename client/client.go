@@ -30,6 +30,7 @@ type Options struct {
 
 	JournalKey           string   // 64 lowercase hex; optional
 	RequiredCapabilities []string // the welcome must offer each of these
+	Capabilities         []string // offered besides those every client offers
 
 	// OnEvent receives broker events; it must not block.
 	OnEvent func(ev *wire.Envelope)
@@ -81,7 +82,8 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		// rpc.Conn.Call numbers its requests 1, 2, 3, …; admission codes are
 		// understood (Client.Admission); it may act in frames beyond click,
 		// and ask an action for what changed (since).
-		Capabilities:         []string{wire.CapOrderedIDs, wire.CapAdmission, browser.CapFrameInputClient, browser.CapActionDelta, browser.CapObserveFrameOwners},
+		Capabilities: append([]string{wire.CapOrderedIDs, wire.CapAdmission, browser.CapFrameInputClient, browser.CapActionDelta, browser.CapObserveFrameOwners},
+			opts.Capabilities...),
 		RequiredCapabilities: opts.RequiredCapabilities,
 	}
 	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)

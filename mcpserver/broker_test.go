@@ -16,7 +16,6 @@ import (
 	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/mcpserver"
 	"github.com/dsh-browser/broker/test/harness/stack"
-	"github.com/dsh-browser/broker/test/harness/testenv"
 )
 
 // host is an MCP host in the test: an SDK client session, and what it was
@@ -286,25 +285,27 @@ func TestWithBroker(t *testing.T) {
 		}
 	})
 
-	t.Run("a page's frames are listed only when it has some", func(t *testing.T) {
-		var calls testenv.SyncBuffer
-		srv := mcpserver.New(mcpserver.Options{RuntimeDir: s.B.RuntimeDir,
-			Logger: slog.New(slog.NewTextHandler(&calls, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-		t.Cleanup(func() { srv.Close() })
-		h := connect(t, srv, true)
-		listed := func(path string) bool {
+	// Which pages are listed at all is the broker's (frameOwners,
+	// TestObserveFrames); here, the frames come in the outline.
+	t.Run("a page's frames come with its observation", func(t *testing.T) {
+		framesOf := func(path string) string {
 			tab, _ := s.Tab(t, s.Pages.URL(path))
 			l := claimTab(h, s, tab)
 			defer h.call("browser_handoff", map[string]any{"leaseId": l.LeaseID}, false)
-			before := strings.Count(calls.String(), "method=browser.frames")
-			h.call("browser_observe", map[string]any{"leaseId": l.LeaseID}, false)
-			return strings.Count(calls.String(), "method=browser.frames") > before
+			out, _ := h.call("browser_observe", map[string]any{"leaseId": l.LeaseID}, false)
+			var frames []string
+			for line := range strings.Lines(out) {
+				if strings.HasPrefix(line, "frame frame-") {
+					frames = append(frames, line)
+				}
+			}
+			return strings.Join(frames, "")
 		}
-		if listed("/form") {
-			t.Errorf("broker mcp listed the frames of /form, which has no frame owners")
+		if got := framesOf("/form"); got != "" {
+			t.Errorf("frames of /form, which has none:\n%s", got)
 		}
-		if !listed("/frames") {
-			t.Errorf("broker mcp did not list the frames of /frames")
+		if got := framesOf("/frames"); !strings.Contains(got, "(same origin; its refs act directly)") || !strings.Contains(got, "another site's content") {
+			t.Errorf("the frames of /frames:\n%s", got)
 		}
 	})
 

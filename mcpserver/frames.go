@@ -1,151 +1,95 @@
 package mcpserver
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-browser/broker/browser"
 )
 
-// maxInlineFrames bounds the same-origin child frames browser_observe
-// reads into its outline; the rest are listed, to read with frame.
-const maxInlineFrames = 4
-
-// inlineFrame is a same-origin child frame read into an outline.
-type inlineFrame struct {
-	frame browser.Frame
-	obs   *browser.Observation // nil when it could not be read
-	code  string               // why not
-}
-
-// selector is what browser_act needs to act in the frame.
-func (f *inlineFrame) selector() *browser.FrameSelector {
-	return &browser.FrameSelector{FrameID: f.frame.ID, DocumentEpoch: f.obs.DocumentEpoch}
-}
-
-// observeFrames reads the leased page's same-origin child frames (at most
-// maxInlineFrames) when inv, listed beside the observation of the page,
-// shows the same document: a button in an iframe is then found, and acted
-// on, like one of the page. Frames of another origin are listed only.
-func (s *Server) observeFrames(ctx context.Context, ss *mcp.ServerSession, se *session, leaseID string, page *browser.Observation, inv *browser.FrameInventory) []*inlineFrame {
-	frames := childFrames(page, inv)
-	for _, fr := range frames {
-		if fr.code != "" || fr.frame.OriginRelation != "same-origin" || fr.frame.DocumentEpoch == "" {
-			continue
-		}
-		var o browser.Observation
-		err := s.call(ctx, ss, readTimeout, "browser.observe", map[string]any{"sessionId": se.id, "leaseId": leaseID,
-			"frame": browser.FrameSelector{FrameID: fr.frame.ID, DocumentEpoch: fr.frame.DocumentEpoch}}, &o)
-		if err != nil {
-			fr.code = strings.SplitN(err.Error(), ":", 2)[0]
-			continue
-		}
-		fr.obs = &o
-	}
-	return frames
-}
-
-// childFrames lists inv's child frames when it is of page's document; the
-// same-origin ones past the first maxInlineFrames are marked not to read.
-func childFrames(page *browser.Observation, inv *browser.FrameInventory) []*inlineFrame {
-	if inv == nil || inv.DocumentEpoch != page.DocumentEpoch {
-		return nil
-	}
-	var out []*inlineFrame
-	readable := 0
-	for _, f := range inv.Frames {
-		if f.IsMain {
-			continue
-		}
-		fr := &inlineFrame{frame: f}
-		out = append(out, fr)
-		if f.OriginRelation != "same-origin" || f.DocumentEpoch == "" {
-			continue
-		}
-		if readable == maxInlineFrames {
-			fr.code = "more frames than an outline reads"
-			continue
-		}
-		readable++
-	}
-	return out
+// frameSelector is what browser_act needs to act in an inline frame.
+func frameSelector(f *browser.InlineFrame) *browser.FrameSelector {
+	return &browser.FrameSelector{FrameID: f.ID, DocumentEpoch: f.Observation.DocumentEpoch}
 }
 
 // writeFrames writes the child frames after the page's outline: each
 // same-origin frame's elements, whose refs act directly in browser_act,
 // and one line for every other frame.
-func writeFrames(b *strings.Builder, frames []*inlineFrame) {
-	for _, f := range frames {
-		origin := f.frame.Origin
+func writeFrames(b *strings.Builder, frames []browser.InlineFrame) {
+	for i := range frames {
+		f := &frames[i]
+		origin := f.Origin
 		if origin == "" {
 			origin = "(origin unknown)"
 		}
 		switch {
-		case f.obs != nil:
-			fmt.Fprintf(b, "frame %s %s (same origin; its refs act directly):\n", f.frame.ID, origin)
-			for i := range f.obs.Nodes {
+		case f.Observation != nil:
+			o := f.Observation
+			fmt.Fprintf(b, "frame %s %s (same origin; its refs act directly):\n", f.ID, origin)
+			for i := range o.Nodes {
 				b.WriteString("  ")
-				writeNode(b, &f.obs.Nodes[i])
+				writeNode(b, &o.Nodes[i])
 			}
-			if len(f.obs.Nodes) == 0 {
+			if len(o.Nodes) == 0 {
 				b.WriteString("  (no controls)\n")
 			}
-			names := nameSet(f.obs.Nodes)
-			for _, t := range f.obs.Text {
+			names := nameSet(o.Nodes)
+			for _, t := range o.Text {
 				if t = collapse(t); t != "" && !names[t] {
 					b.WriteString("  text: " + t + "\n")
 				}
 			}
-			if f.obs.Truncated {
-				fmt.Fprintf(b, "  (truncated: read it whole with browser_observe frame={frameId:%q, documentEpoch:%q})\n", f.frame.ID, f.obs.DocumentEpoch)
+			if o.Truncated {
+				fmt.Fprintf(b, "  (truncated: read it whole with browser_observe frame={frameId:%q, documentEpoch:%q})\n", f.ID, o.DocumentEpoch)
 			}
-		case f.frame.OriginRelation == "same-origin":
-			why := f.code
-			if why == "" {
+		case f.OriginRelation == "same-origin":
+			why := f.Code
+			switch {
+			case why != "":
+			case f.DocumentEpoch == "":
 				why = "no document yet"
+			default:
+				why = fmt.Sprintf("more frames than an outline reads; read it with browser_observe frame={frameId:%q, documentEpoch:%q}", f.ID, f.DocumentEpoch)
 			}
-			fmt.Fprintf(b, "frame %s %s (same origin, not read: %s)\n", f.frame.ID, origin, why)
+			fmt.Fprintf(b, "frame %s %s (same origin, not read: %s)\n", f.ID, origin, why)
 		default:
-			fmt.Fprintf(b, "frame %s %s (%s: another site's content, not readable)\n", f.frame.ID, origin, f.frame.OriginRelation)
+			fmt.Fprintf(b, "frame %s %s (%s: another site's content, not readable)\n", f.ID, origin, f.OriginRelation)
 		}
 	}
 }
 
-// frameOf returns the inline frame whose outline listed ref, when the
-// agent acts on the page it saw (epoch is the page's documentEpoch).
-func (pi *pageInfo) frameOf(ref, epoch string) *inlineFrame {
-	if pi.obs == nil || pi.obs.DocumentEpoch != epoch {
-		return nil
+// actingOn returns what an action on ref (in the frame sel names, when
+// given) acts from, as the session last saw it: the inline frame whose
+// outline listed ref, or that sel names, with its observation; else, for
+// an action without sel, the page's last whole observation.
+func (se *session) actingOn(leaseID, ref, epoch string, sel *browser.FrameSelector) (before *browser.Observation, frame *browser.InlineFrame) {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	pi := se.pages[leaseID]
+	if pi == nil {
+		return nil, nil
 	}
-	for _, f := range pi.frames {
-		if f.obs == nil {
+	for i := range pi.frames {
+		f := pi.frames[i]
+		if f.Observation == nil {
 			continue
 		}
-		for i := range f.obs.Nodes {
-			if f.obs.Nodes[i].ID == ref {
-				return f
-			}
+		mine := sel == nil && pi.obs != nil && pi.obs.DocumentEpoch == epoch && slices.ContainsFunc(f.Observation.Nodes, func(n browser.NodeRef) bool { return n.ID == ref })
+		named := sel != nil && f.ID == sel.FrameID && f.Observation.DocumentEpoch == sel.DocumentEpoch
+		if mine || named {
+			return f.Observation, &f
 		}
 	}
-	return nil
-}
-
-// frame returns the inline frame sel names, when it is the document read.
-func (pi *pageInfo) frame(sel *browser.FrameSelector) *inlineFrame {
-	for _, f := range pi.frames {
-		if f.obs != nil && f.frame.ID == sel.FrameID && f.obs.DocumentEpoch == sel.DocumentEpoch {
-			return f
-		}
+	if sel != nil {
+		return nil, nil
 	}
-	return nil
+	return pi.obs, nil
 }
 
 // rememberFrames records the child frames read with the page's last
 // observation.
-func (se *session) rememberFrames(leaseID string, frames []*inlineFrame) {
+func (se *session) rememberFrames(leaseID string, frames []browser.InlineFrame) {
 	se.mu.Lock()
 	defer se.mu.Unlock()
 	if pi := se.pages[leaseID]; pi != nil {
@@ -164,9 +108,9 @@ func (se *session) rememberFrame(leaseID, frameID string, o *browser.Observation
 	if pi == nil {
 		return
 	}
-	for i, f := range pi.frames {
-		if f.frame.ID == frameID {
-			pi.frames[i] = &inlineFrame{frame: f.frame, obs: o}
+	for i := range pi.frames {
+		if pi.frames[i].ID == frameID {
+			pi.frames[i].Observation, pi.frames[i].Code = o, ""
 		}
 	}
 }

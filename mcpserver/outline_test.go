@@ -467,31 +467,65 @@ func TestOutlineOfAFrame(t *testing.T) {
 	}
 }
 
-// TestChildFrames: an outline reads at most maxInlineFrames same-origin
-// frames; the next is listed as not read, frames of other origins and the
-// main frame are never read, and a list of another document gives nothing.
-func TestChildFrames(t *testing.T) {
-	page := &browser.Observation{DocumentEpoch: "F:L"}
-	inv := &browser.FrameInventory{DocumentEpoch: "F:L", Frames: []browser.Frame{{ID: "main", IsMain: true, OriginRelation: "same-origin", DocumentEpoch: "F:L"}}}
-	for i := range maxInlineFrames + 1 {
-		inv.Frames = append(inv.Frames, browser.Frame{ID: fmt.Sprint("s", i), OriginRelation: "same-origin", DocumentEpoch: fmt.Sprint("S", i)},
-			browser.Frame{ID: fmt.Sprint("x", i), OriginRelation: "cross-origin"})
+// TestWriteFrames: a read frame shows its elements; a same-origin frame
+// not read says why (the broker's code, no document yet, or past the
+// frames an outline reads, with the call that reads it); another origin's
+// frame is one line.
+func TestWriteFrames(t *testing.T) {
+	same := func(id, epoch string) browser.Frame {
+		return browser.Frame{ID: id, Origin: "http://127.0.0.1:8080", OriginRelation: "same-origin", DocumentEpoch: epoch}
 	}
-	var read, notRead []string
-	for _, f := range childFrames(page, inv) {
-		switch {
-		case f.frame.OriginRelation != "same-origin":
-		case f.code == "":
-			read = append(read, f.frame.ID)
-		default:
-			notRead = append(notRead, f.frame.ID)
-		}
+	frames := []browser.InlineFrame{
+		{Frame: same("frame-1", "A:1"), Observation: &browser.Observation{DocumentEpoch: "A:1", Nodes: []browser.NodeRef{{ID: "r9", Role: "button", Name: "Inner"}}, Text: []string{"Inner", "Inside"}}},
+		{Frame: same("frame-2", "B:1"), Code: "STALE_TARGET"},
+		{Frame: same("frame-3", "")},
+		{Frame: same("frame-4", "D:1")},
+		{Frame: browser.Frame{ID: "frame-5", Origin: "https://ads.test", OriginRelation: "cross-origin"}},
 	}
-	if fmt.Sprint(read) != "[s0 s1 s2 s3]" || fmt.Sprint(notRead) != "[s4]" {
-		t.Fatalf("read %v, not read %v", read, notRead)
+	var b strings.Builder
+	writeFrames(&b, frames)
+	want := `frame frame-1 http://127.0.0.1:8080 (same origin; its refs act directly):
+  - button "Inner" [ref=r9]
+  text: Inside
+frame frame-2 http://127.0.0.1:8080 (same origin, not read: STALE_TARGET)
+frame frame-3 http://127.0.0.1:8080 (same origin, not read: no document yet)
+frame frame-4 http://127.0.0.1:8080 (same origin, not read: more frames than an outline reads; read it with browser_observe frame={frameId:"frame-4", documentEpoch:"D:1"})
+frame frame-5 https://ads.test (cross-origin: another site's content, not readable)
+`
+	if got := b.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if got := childFrames(&browser.Observation{DocumentEpoch: "F:L2"}, inv); got != nil {
-		t.Fatalf("a list of another document: %v", got)
+}
+
+// TestActingOn: an action on a ref an inline frame listed acts from that
+// frame's observation (and in that frame), one on a page ref from the
+// page's, and one naming a frame from that frame's only.
+func TestActingOn(t *testing.T) {
+	se := &session{pages: map[string]*pageInfo{}}
+	page := &browser.Observation{Cursor: "cp", DocumentEpoch: "F:1", Nodes: []browser.NodeRef{{ID: "r1", Role: "button", Name: "Page"}}}
+	inner := &browser.Observation{Cursor: "cf", DocumentEpoch: "A:1", Nodes: []browser.NodeRef{{ID: "r2", Role: "button", Name: "Inner"}}}
+	se.remember("L", page)
+	se.rememberFrames("L", []browser.InlineFrame{{Frame: browser.Frame{ID: "frame-1", DocumentEpoch: "A:1"}, Observation: inner}})
+	if before, f := se.actingOn("L", "r2", "F:1", nil); before != inner || f == nil || *frameSelector(f) != (browser.FrameSelector{FrameID: "frame-1", DocumentEpoch: "A:1"}) {
+		t.Fatalf("a frame's ref: %v %+v", before, f)
+	}
+	if before, f := se.actingOn("L", "r1", "F:1", nil); before != page || f != nil {
+		t.Fatalf("a page's ref: %v %+v", before, f)
+	}
+	if before, f := se.actingOn("L", "r2", "F:0", nil); before != page || f != nil {
+		t.Fatalf("a ref of another page's document: %v %+v", before, f)
+	}
+	if before, f := se.actingOn("L", "r7", "A:1", &browser.FrameSelector{FrameID: "frame-1", DocumentEpoch: "A:1"}); before != inner || f == nil {
+		t.Fatalf("a named frame: %v %+v", before, f)
+	}
+	if before, f := se.actingOn("L", "r7", "A:2", &browser.FrameSelector{FrameID: "frame-1", DocumentEpoch: "A:2"}); before != nil || f != nil {
+		t.Fatalf("a named frame's other document: %v %+v", before, f)
+	}
+	// After an action in the frame, its observation is the frame's next baseline.
+	after := &browser.Observation{Cursor: "cf2", DocumentEpoch: "A:1", Nodes: inner.Nodes}
+	se.rememberFrame("L", "frame-1", after)
+	if before, _ := se.actingOn("L", "r2", "F:1", nil); before != after {
+		t.Fatalf("after an action in the frame: %v", before)
 	}
 }
 

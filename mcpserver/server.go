@@ -129,7 +129,7 @@ type pageInfo struct {
 	obs *browser.Observation
 	// frames are the child frames read with it, kept while the page shows
 	// the same document.
-	frames []*inlineFrame
+	frames []browser.InlineFrame
 }
 
 // approval is one browser.batch waiting for its steps' approvals.
@@ -289,6 +289,7 @@ func (s *Server) broker(ctx context.Context, ss *mcp.ServerSession) (*client.Cli
 		RuntimeDir:    s.opts.RuntimeDir,
 		SocketPath:    s.opts.SocketPath,
 		JournalKey:    s.journalKey,
+		Capabilities:  []string{browser.CapObserveFrames}, // a page's frames come with its observation
 		OnEvent:       s.onEvent,
 		OnRequest:     s.onRequest,
 		AdmissionWait: admissionWait,

@@ -282,16 +282,9 @@ func (s *Server) observe(ctx context.Context, req *mcp.CallToolRequest, in Obser
 	if in.Query != nil || in.Frame != nil || in.RootRef != "" {
 		return text(Outline(&o, in.LeaseID)), nil, nil
 	}
-	// The whole page comes with its child frames: their list, when the
-	// page has frame owners (or could not tell), then the same-origin ones.
-	var inv *browser.FrameInventory
-	if o.FrameOwners == nil || *o.FrameOwners > 0 {
-		var v browser.FrameInventory
-		if s.call(ctx, req.Session, readTimeout, "browser.frames", map[string]string{"sessionId": se.id, "leaseId": in.LeaseID}, &v) == nil {
-			inv = &v
-		}
-	}
-	frames := s.observeFrames(ctx, req.Session, se, in.LeaseID, &o, inv)
+	// The whole page comes with its child frames (broker.observe-frames.v1):
+	// the same-origin ones read, the others listed.
+	frames := o.Frames
 	se.rememberFrames(in.LeaseID, frames)
 	var b strings.Builder
 	writeOutline(&b, &o, in.LeaseID)
@@ -310,22 +303,11 @@ func (s *Server) act(ctx context.Context, req *mcp.CallToolRequest, in ActInput)
 	// A ref of a frame read into the outline acts in that frame; the
 	// answer says what changed since the agent last saw the page (or the
 	// frame), small however big the page.
-	var before *browser.Observation
+	before, f := se.actingOn(in.LeaseID, in.Action.Ref, in.DocumentEpoch, in.Frame)
 	frameID := ""
-	if pi := se.page(in.LeaseID); pi != nil {
-		var f *inlineFrame
-		if in.Frame == nil {
-			f = pi.frameOf(in.Action.Ref, in.DocumentEpoch)
-		} else {
-			f = pi.frame(in.Frame)
-		}
-		switch {
-		case f != nil:
-			in.Frame, in.DocumentEpoch = f.selector(), f.obs.DocumentEpoch
-			before, frameID = f.obs, f.frame.ID
-		case in.Frame == nil:
-			before = pi.obs
-		}
+	if f != nil {
+		in.Frame, in.DocumentEpoch = frameSelector(f), f.Observation.DocumentEpoch
+		frameID = f.ID
 	}
 	r := browser.ActionRequest{RequestID: in.RequestID, LeaseID: in.LeaseID, DocumentEpoch: in.DocumentEpoch, Action: in.Action, TimeoutMs: in.TimeoutMs, Frame: in.Frame}
 	if before != nil {

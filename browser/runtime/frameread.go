@@ -6,6 +6,7 @@ import (
 	"github.com/dsh-browser/broker/browser"
 
 	"github.com/dsh-browser/broker/lease"
+	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/wire"
 )
 
@@ -18,6 +19,12 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 	if err != nil {
 		return nil, err
 	}
+	return r.readFrame(ctx, l, p, prov, target, sel, q)
+}
+
+// readFrame reads the child frame target (sel names it to the client),
+// whose authority the caller checked.
+func (r *Runtime) readFrame(ctx context.Context, l *lease.Lease, p *page, prov Provider, target sourceFrame, sel *browser.FrameSelector, q *browser.Query) (*browser.Observation, error) {
 	read, err := r.readAX(ctx, prov, l, q, target.document())
 	if err != nil {
 		return nil, err
@@ -37,27 +44,44 @@ func (r *Runtime) observeFrame(ctx context.Context, l *lease.Lease, p *page, pro
 	return obs, nil
 }
 
-// frameTarget checks the authority over a child frame and returns the
-// provider's frame. The frame must be listed now (else STALE_TARGET) and
-// not be the main frame (INVALID_REQUEST); it and every frame above it must
-// be of the main document's origin and in sight (else POLICY_DENIED); it
-// must still show the document the client names (else STALE_TARGET).
+// frameTarget checks the authority over a child frame on a list of the
+// page's frames taken now, and returns the provider's frame.
 func (r *Runtime) frameTarget(ctx context.Context, l *lease.Lease, p *page, prov Provider, sel *browser.FrameSelector) (sourceFrame, error) {
-	var none sourceFrame
 	if !prov.Capable(browser.CapFrameRead) || !prov.Capable(browser.CapFramesList) {
-		return none, wire.Err(wire.CodeUnsupportedCapability)
+		return sourceFrame{}, wire.Err(wire.CodeUnsupportedCapability)
 	}
+	src, inv, err := r.listFrames(ctx, l, p, prov)
+	if err != nil {
+		return sourceFrame{}, err
+	}
+	return frameAuthority(src, inv, sel)
+}
+
+// listFrames lists the leased page's frames: the provider's list and its
+// projection.
+func (r *Runtime) listFrames(ctx context.Context, l *lease.Lease, p *page, prov Provider) (*sourceFrames, *browser.FrameInventory, error) {
 	src, err := callFramesList(ctx, prov, l)
 	if err != nil {
-		return none, err
+		return nil, nil, err
 	}
 	if err := r.checkOrigin(l, src.URL); err != nil {
-		return none, err
+		return nil, nil, err
 	}
 	inv, err := p.inventory(l.Tab, src)
 	if err != nil {
-		return none, providerErr(browser.ProviderFramesList, err)
+		return nil, nil, providerErr(browser.ProviderFramesList, err)
 	}
+	return src, inv, nil
+}
+
+// frameAuthority checks, on a list of the page's frames (src, and inv its
+// projection), the authority over the child frame sel names. The frame must
+// be listed (else STALE_TARGET) and not be the main frame
+// (INVALID_REQUEST); it and every frame above it must be of the main
+// document's origin and in sight (else POLICY_DENIED); it must still show
+// the document sel names (else STALE_TARGET).
+func frameAuthority(src *sourceFrames, inv *browser.FrameInventory, sel *browser.FrameSelector) (sourceFrame, error) {
+	var none sourceFrame
 	byID := make(map[string]int, len(inv.Frames))
 	for i, f := range inv.Frames {
 		byID[f.ID] = i
@@ -82,4 +106,40 @@ func (r *Runtime) frameTarget(ctx context.Context, l *lease.Lease, p *page, prov
 		return none, wire.Err(wire.CodeStaleTarget)
 	}
 	return src.Frames[i], nil
+}
+
+// inlineFrames lists the page's child frames for an observation of its
+// document (CapObserveFrames) and reads the same-origin ones, the first
+// MaxInlineFrames of them, all under the authority of that one list (the
+// provider checks each frame's origins again before and after its read).
+// Each read is published as a baseline of its own, for actions in its
+// frame. Nil when the frames cannot be listed with page's document.
+func (r *Runtime) inlineFrames(ctx context.Context, owner lease.Owner, l *lease.Lease, p *page, prov Provider, page *browser.Observation) []browser.InlineFrame {
+	src, inv, err := r.listFrames(ctx, l, p, prov)
+	if err != nil || inv.DocumentEpoch != page.DocumentEpoch {
+		return nil
+	}
+	out := make([]browser.InlineFrame, 0, len(inv.Frames)-1)
+	read := 0
+	for _, f := range inv.Frames[1:] {
+		fr := browser.InlineFrame{Frame: f}
+		if f.OriginRelation == originSame && f.DocumentEpoch != "" && read < browser.MaxInlineFrames {
+			read++
+			sel := &browser.FrameSelector{FrameID: f.ID, DocumentEpoch: f.DocumentEpoch}
+			target, err := frameAuthority(src, inv, sel)
+			if err == nil {
+				fr.Observation, err = r.readFrame(ctx, l, p, prov, target, sel, nil)
+			}
+			switch {
+			case err != nil:
+				fr.Code = string(rpc.CodeOf(err))
+			case snapshotSize(fr.Observation) > browser.MaxSnapshotSize:
+				fr.Observation, fr.Code = nil, string(wire.CodeQueueFull)
+			default:
+				r.publish(owner, l.ID, fr.Observation)
+			}
+		}
+		out = append(out, fr)
+	}
+	return out
 }

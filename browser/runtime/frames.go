@@ -25,16 +25,9 @@ const (
 // Frames lists the leased tab's frames (metadata only).
 func (r *Runtime) Frames(ctx context.Context, c Client, params json.RawMessage) (any, error) {
 	return r.onPage(ctx, c, params, browser.CapFramesList, func(ctx context.Context, l *lease.Lease, p *page, prov Provider) (any, error) {
-		src, err := callFramesList(ctx, prov, l)
+		_, inv, err := r.listFrames(ctx, l, p, prov)
 		if err != nil {
 			return nil, err
-		}
-		if err := r.checkOrigin(l, src.URL); err != nil {
-			return nil, err
-		}
-		inv, err := p.inventory(l.Tab, src)
-		if err != nil {
-			return nil, providerErr(browser.ProviderFramesList, err)
 		}
 		return inv, nil
 	})

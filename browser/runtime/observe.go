@@ -61,6 +61,8 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
+	whole := in.RootRef == "" && in.Frame == nil && in.Query == nil
+	hasFrames := obs.FrameOwners == nil || *obs.FrameOwners > 0
 	if !c.Capable(browser.CapObserveFrameOwners) {
 		obs.FrameOwners = nil // ours: the reference's observation has no such field
 	}
@@ -72,6 +74,12 @@ func (r *Runtime) Observe(ctx context.Context, c Client, params json.RawMessage)
 		base = r.baseline(owner, l.ID, in.Cursor)
 	}
 	r.publish(owner, l.ID, obs)
+	// The frames come after the page is kept as a baseline: a baseline is
+	// of one document, and each frame's observation is a baseline itself.
+	if whole && in.Cursor == "" && hasFrames && c.Capable(browser.CapObserveFrames) &&
+		prov.Capable(browser.CapFrameRead) && prov.Capable(browser.CapFramesList) {
+		obs.Frames = r.inlineFrames(ctx, owner, l, p, prov, obs)
+	}
 	if in.Cursor == "" {
 		return obs, nil
 	}

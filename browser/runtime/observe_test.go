@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -436,5 +437,128 @@ func TestObserveFrameOwners(t *testing.T) {
 	f.p.on(browser.ProviderAXRead, func(any) (any, error) { return f.p.page.read(func(axNode) bool { return true }), nil })
 	if o := f.observe("s", l.ID); o.FrameOwners != nil {
 		t.Fatalf("frameOwners %v from a provider that did not tell", *o.FrameOwners)
+	}
+}
+
+// TestObserveFrames: a client that lists broker.observe-frames.v1 gets
+// the page's child frames in a whole-document observation: every listed
+// frame, and the same-origin ones read (at most MaxInlineFrames), under
+// the authority of one frame list; a read refused in the frame gives its
+// code and leaves the others read. Any other observation has none.
+func TestObserveFrames(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	l := f.claim("s")
+	f.p.page.withChildFrame()
+	f.p.page.edit(func(pg *fakePage) {
+		pg.frames = append(pg.frames,
+			sourceFrame{FrameID: "X", ParentID: "F", LoaderID: "LX", Origin: "https://ads.test", Local: true},
+			sourceFrame{FrameID: "O", ParentID: "F"}) // out of process
+		for i := 1; i <= browser.MaxInlineFrames; i++ {
+			id := fmt.Sprintf("S%d", i)
+			doc := &fakePage{epoch: id + ":L" + id, url: "https://app.test/s", title: id, docs: map[string]*fakePage{}}
+			doc.add("1", "", axNode{BackendNodeID: 1, Role: "RootWebArea", Name: id})
+			doc.add("2", "1", axNode{BackendNodeID: int64(60 + i), Role: "button", Name: "Button " + id})
+			pg.docs[id] = doc
+			pg.frames = append(pg.frames, sourceFrame{FrameID: id, ParentID: "F", LoaderID: "L" + id, Origin: "https://app.test", Local: true})
+		}
+	})
+	whole := map[string]any{"sessionId": "s", "leaseId": l.ID}
+
+	// Without the capability: no frames, and none listed.
+	if o := f.observe("s", l.ID); o.Frames != nil || f.p.count(browser.ProviderFramesList) != 0 {
+		t.Fatalf("a client without %s: frames %+v, %d lists", browser.CapObserveFrames, o.Frames, f.p.count(browser.ProviderFramesList))
+	}
+
+	f.c.caps = []string{browser.CapObserveFrames}
+	reads := f.p.count(browser.ProviderAXRead)
+	o := f.observe("s", l.ID)
+	if lists := f.p.count(browser.ProviderFramesList); lists != 1 {
+		t.Fatalf("%d frame lists for one observation, want 1", lists)
+	}
+	if n := f.p.count(browser.ProviderAXRead) - reads; n != 1+browser.MaxInlineFrames {
+		t.Fatalf("%d reads, want the page and %d frames", n, browser.MaxInlineFrames)
+	}
+	if len(o.Frames) != 3+browser.MaxInlineFrames {
+		t.Fatalf("frames %+v", o.Frames)
+	}
+	byEpoch := map[string]browser.InlineFrame{}
+	for _, fr := range o.Frames {
+		byEpoch[fr.DocumentEpoch] = fr
+		if fr.IsMain || fr.ParentID != "" && fr.ParentID == fr.ID {
+			t.Fatalf("frame %+v", fr)
+		}
+	}
+	c := byEpoch["C:LC1"]
+	if c.Observation == nil || c.Code != "" || c.Observation.Scope.FrameID != c.ID || c.Observation.Nodes[0].Name != "Inner" {
+		t.Fatalf("the same-origin frame: %+v", c)
+	}
+	if x := byEpoch["X:LX"]; x.OriginRelation != originCross || x.Observation != nil || x.Code != "" {
+		t.Fatalf("the cross-origin frame: %+v", x)
+	}
+	if op := byEpoch[""]; op.ContextStatus != contextUnknown || op.Observation != nil {
+		t.Fatalf("the out-of-process frame: %+v", op)
+	}
+	read := 0
+	for i := 1; i <= browser.MaxInlineFrames; i++ {
+		if byEpoch[fmt.Sprintf("S%d:LS%d", i, i)].Observation != nil {
+			read++
+		}
+	}
+	if last := byEpoch[fmt.Sprintf("S%d:LS%d", browser.MaxInlineFrames, browser.MaxInlineFrames)]; read != browser.MaxInlineFrames-1 || last.Observation != nil || last.Code != "" {
+		t.Fatalf("%d of the other same-origin frames read, the last %+v: want all but the one past %d", read, last, browser.MaxInlineFrames)
+	}
+
+	// A frame's observation is a baseline of its own: a cursor for that frame.
+	again := must[browser.Observation](t, f.r.Observe, f.c, map[string]any{"sessionId": "s", "leaseId": l.ID,
+		"frame": map[string]any{"frameId": c.ID, "documentEpoch": c.DocumentEpoch}, "cursor": c.Observation.Cursor})
+	if again.ResyncRequired {
+		t.Fatalf("the frame's cursor: %+v", again)
+	}
+
+	// A frame whose document changed between the list and its read is
+	// refused, and the others are read.
+	f.p.on(browser.ProviderFramesList, func(any) (any, error) {
+		list := f.p.page.frameList()
+		f.p.page.edit(func(pg *fakePage) { pg.docs["C"].epoch = "C:LC2" })
+		return list, nil
+	})
+	o = f.observe("s", l.ID)
+	for _, fr := range o.Frames {
+		switch {
+		case fr.DocumentEpoch == "C:LC1" && (fr.Code != string(wire.CodeStaleTarget) || fr.Observation != nil):
+			t.Fatalf("a frame that navigated: %+v", fr)
+		case fr.DocumentEpoch == "S1:LS1" && fr.Observation == nil:
+			t.Fatalf("a frame beside it was not read: %+v", fr)
+		}
+	}
+
+	// A list of another document (the page navigated after its read)
+	// gives no frames: none are read.
+	f.p.on(browser.ProviderFramesList, func(any) (any, error) {
+		list := f.p.page.frameList()
+		list.DocumentEpoch, list.Frames[0].LoaderID = "F:L9", "L9"
+		return list, nil
+	})
+	reads = f.p.count(browser.ProviderAXRead)
+	if o := f.observe("s", l.ID); o.Frames != nil || f.p.count(browser.ProviderAXRead)-reads != 1 {
+		t.Fatalf("frames of another document: %+v", o.Frames)
+	}
+
+	// A query, a cursor or a page without frame owners: no frames listed.
+	lists := f.p.count(browser.ProviderFramesList)
+	must[browser.Observation](t, f.r.Observe, f.c, map[string]any{"sessionId": "s", "leaseId": l.ID, "query": map[string]any{"name": "Inner"}})
+	must[map[string]any](t, f.r.Observe, f.c, map[string]any{"sessionId": "s", "leaseId": l.ID, "cursor": o.Cursor})
+	none := 0
+	f.p.on(browser.ProviderAXRead, func(params any) (any, error) {
+		read := f.p.page.read(func(axNode) bool { return true })
+		read.FrameOwners = &none
+		return read, nil
+	})
+	if o := must[browser.Observation](t, f.r.Observe, f.c, whole); o.Frames != nil {
+		t.Fatalf("a page without frame owners: %+v", o.Frames)
+	}
+	if n := f.p.count(browser.ProviderFramesList); n != lists {
+		t.Fatalf("%d frame lists for observations that carry no frames", n-lists)
 	}
 }
