@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dsh-browser/broker/browser"
 	"github.com/dsh-browser/broker/install"
 	"github.com/dsh-browser/broker/test/harness/chromium"
 	"github.com/dsh-browser/broker/test/harness/stack"
@@ -91,6 +94,62 @@ func BenchmarkHops(b *testing.B) {
 			time.Sleep(250 * time.Millisecond)
 			b.StartTimer()
 			call(b, "browser.observe", observe)
+		}
+	})
+}
+
+// BenchmarkFrameRead times browser.observe of /blankframes' srcdoc frame (a
+// same-origin child frame of the main document's origin, proved in an
+// isolated world), back to back and 250 ms after the page loaded (the load,
+// the wait and the frame list that names the new document are not timed).
+func BenchmarkFrameRead(b *testing.B) {
+	s := stack.Start(b, "--access-mode=personal")
+	handle, id := s.Tab(b, s.Pages.URL("/blankframes"))
+	lease := s.Claim(b, benchSession, handle).ID
+	// srcdoc names the second same-origin child frame the list gives: the
+	// page's iframes are the about:blank one, the srcdoc one, a sandboxed one.
+	srcdoc := func(b *testing.B) map[string]any {
+		raw, err := s.Call(b, "browser.frames", map[string]any{"sessionId": benchSession, "leaseId": lease})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var inv browser.FrameInventory
+		json.Unmarshal(raw, &inv)
+		var same []browser.Frame
+		for _, f := range inv.Frames {
+			if !f.IsMain && f.OriginRelation == "same-origin" && f.DocumentEpoch != "" {
+				same = append(same, f)
+			}
+		}
+		if len(same) != 2 {
+			b.Fatalf("same-origin frames %+v", same)
+		}
+		return map[string]any{"sessionId": benchSession, "leaseId": lease,
+			"frame": map[string]any{"frameId": same[1].ID, "documentEpoch": same[1].DocumentEpoch}}
+	}
+	observe := func(b *testing.B, params map[string]any) {
+		if _, err := s.Call(b, "browser.observe", params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("frame", func(b *testing.B) {
+		params := srcdoc(b)
+		raw, err := s.Call(b, "browser.observe", params)
+		if err != nil || !strings.Contains(string(raw), "Inside srcdoc") {
+			b.Fatalf("the srcdoc frame: %s %v", raw, err)
+		}
+		for b.Loop() {
+			observe(b, params)
+		}
+	})
+	b.Run("frame-fresh", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			s.Browser.Navigate(b, id, s.Pages.URL("/blankframes"))
+			time.Sleep(250 * time.Millisecond)
+			params := srcdoc(b)
+			b.StartTimer()
+			observe(b, params)
 		}
 	})
 }
