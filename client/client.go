@@ -44,6 +44,14 @@ type Options struct {
 	OnRequest func(ctx context.Context, method string, params json.RawMessage) (any, error)
 }
 
+// OutdatedError is Dial's error when the broker does not offer a required
+// capability: it runs an older version than the client's.
+type OutdatedError struct{ Missing []string }
+
+func (e *OutdatedError) Error() string {
+	return fmt.Sprintf("the broker does not offer %s: upgrade the broker", strings.Join(e.Missing, ", "))
+}
+
 // Client is an authenticated connection to the broker.
 type Client struct {
 	conn      *rpc.Conn
@@ -100,7 +108,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	}
 	if missing := wire.Missing(opts.RequiredCapabilities, w.Capabilities); len(missing) > 0 {
 		c.Close()
-		return nil, fmt.Errorf("the broker does not offer %s: upgrade the broker", strings.Join(missing, ", "))
+		return nil, &OutdatedError{Missing: missing}
 	}
 	c.welcome = w
 	if slices.Contains(w.Capabilities, wire.CapOrderedIDs) {

@@ -53,6 +53,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -286,13 +288,16 @@ func (s *Server) broker(ctx context.Context, ss *mcp.ServerSession) (*client.Cli
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second+admissionWait)
 	defer cancel()
 	c, err := client.Dial(dctx, client.Options{
-		RuntimeDir:    s.opts.RuntimeDir,
-		SocketPath:    s.opts.SocketPath,
-		JournalKey:    s.journalKey,
-		Capabilities:  []string{browser.CapObserveFrames}, // a page's frames come with its observation
-		OnEvent:       s.onEvent,
-		OnRequest:     s.onRequest,
-		AdmissionWait: admissionWait,
+		RuntimeDir: s.opts.RuntimeDir,
+		SocketPath: s.opts.SocketPath,
+		JournalKey: s.journalKey,
+		// A page's frames come with its observation; a broker too old to
+		// bring them is refused with what to do, not silently frameless.
+		Capabilities:         []string{browser.CapObserveFrames},
+		RequiredCapabilities: []string{browser.CapObserveFrames},
+		OnEvent:              s.onEvent,
+		OnRequest:            s.onRequest,
+		AdmissionWait:        admissionWait,
 		OnAdmissionWait: func() {
 			s.log.Info("waiting for the owner to admit this MCP server in the browser", "wait", admissionWait)
 		},
@@ -300,6 +305,10 @@ func (s *Server) broker(ctx context.Context, ss *mcp.ServerSession) (*client.Cli
 	if err != nil {
 		if client.IsCode(err, wire.CodeAdmissionPending) || client.IsCode(err, wire.CodeAdmissionDenied) {
 			return nil, err // the owner's answer (or its absence), with its own hint
+		}
+		if _, ok := errors.AsType[*client.OutdatedError](err); ok {
+			s.log.Error("the broker is older than broker mcp", "err", err)
+			return nil, fmt.Errorf("the running DSH broker is older than this MCP server (%v). Ask the user to restart it (`systemctl --user restart broker.service` where it is installed as a service, else stop `broker serve` and start it again); then call this tool again", err)
 		}
 		s.log.Warn("cannot reach the broker", "err", err)
 		return nil, notRunning(err)
