@@ -314,7 +314,7 @@ export function createExtension(chrome, {
   // frame owner's frame, parents before children. Metadata only.
   async function frameList(ctx) {
     return oneDocument(ctx, async (page, lastCall, tree) => {
-      const t = await topology(ctx.send, { describe: true, origin: (f) => dom.frameOrigin(ctx.gate, ctx.send, f), tree });
+      const t = await topology(ctx.send, { describe: true, paint: false, origin: (f) => dom.frameOrigin(ctx.gate, ctx.send, f), tree });
       if (`${t.root.frameId}:${t.root.loaderId}` !== page.documentEpoch) fail('STALE_TARGET');
       const main = { frameId: t.root.frameId, loaderId: t.root.loaderId, origin: t.root.origin, local: true };
       const frames = [main, ...t.frames.map(({ owner, ...f }) => f)];

@@ -40,6 +40,10 @@ export const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCE
 // topology reads the tab's frames. describe: look up the frame ID of owners
 // whose document we cannot see (one DOM.describeNode each, sent at once),
 // for an inventory whose IDs stay stable; a capture does not need them.
+// paint: read the paint effects that carry a frame's pixels beyond its box
+// (a branch's spill), which only a capture needs: the computed styles
+// are a tenth of the snapshot's time on a page of Swagger UI's size
+// (BENCHMARKS.md). Without them a branch's spill is undefined.
 // origin proves the origin of a frame's document ({id, loaderId,
 // securityOrigin}, see dom.frameOrigin; the frames' proofs are asked at
 // once); without it a frame's securityOrigin is taken as is. tree, when
@@ -55,13 +59,13 @@ export const OWNER_NAMES = new Set(['IFRAME', 'FRAME', 'OBJECT', 'EMBED', 'FENCE
 //             [{owner, foreign, frames, spill}] — foreign when any frame in
 //             the branch is out of sight, opaque, or of another origin; spill
 //             is how far (CSS px, maybe Infinity) the page's filters and
-//             reflections may carry its pixels beyond its box
+//             reflections may carry its pixels beyond its box (with paint)
 //   truncated frames may exist that are not listed: beyond the budgets, or
 //             inside a frame we cannot see (their branches are foreign)
-export async function topology(send, { describe = false, origin = async (f) => f.securityOrigin, tree } = {}) {
+export async function topology(send, { describe = false, paint = true, origin = async (f) => f.securityOrigin, tree } = {}) {
   const [{ frameTree }, snapshot] = await Promise.all([
     tree ?? send('Page.getFrameTree', {}),
-    send('DOMSnapshot.captureSnapshot', { computedStyles: PAINT_STYLES }),
+    send('DOMSnapshot.captureSnapshot', { computedStyles: paint ? PAINT_STYLES : [] }),
   ]);
   const local = new Map(); // frame ID -> {loaderId, origin} of in-process frames
   const unproven = []; // frames whose reported origin is not an HTTP(S) one
@@ -154,7 +158,7 @@ export async function topology(send, { describe = false, origin = async (f) => f
 
   const branches = owners(rootDoc).map((o) => {
     const { clean, count } = visit(o, root.frameId, 0);
-    return { owner: o.owner, foreign: !clean, frames: count, spill: spill(o.node) + backdrop };
+    return { owner: o.owner, foreign: !clean, frames: count, spill: paint ? spill(o.node) + backdrop : undefined };
   });
   if (describe) {
     // Out-of-sight frames get their IDs from their owner elements.

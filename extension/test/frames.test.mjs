@@ -108,6 +108,12 @@ test('frames.list: the main frame first, then every frame, parents before childr
   // One tree names the document and the frames, one after proves it.
   assert.equal(t.sent('Page.getFrameTree').length - trees, 2);
   assert.equal(t.sent('DOM.describeNode').length, 0);
+  // The list reads no paint effects (a capture does): its snapshot asks
+  // no computed style.
+  assert.deepEqual(t.sent('DOMSnapshot.captureSnapshot').map((c) => c.params.computedStyles), [[]]);
+  const shot = await t.capture();
+  assert.equal(shot.ok, true, shot.code);
+  assert.ok(t.sent('DOMSnapshot.captureSnapshot').slice(1).every((c) => c.params.computedStyles.includes('filter')));
 
   // An out-of-process frame is listed with the ID of its owner; what it
   // holds is out of sight, so the list may be incomplete.
