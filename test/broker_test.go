@@ -512,7 +512,9 @@ func TestOtherUserRefusedByPeerCredentials(t *testing.T) {
 		t.Fatalf("another user was served: %s", out)
 	}
 	if !strings.Contains(string(out), "CONNECTION_LOST") {
-		t.Fatalf("want the connection closed before hello, client said %s", out)
+		// Seen once under a loaded CI run: the socket was not there (ENOENT)
+		// for the other user; the broker's log says whether it still ran.
+		t.Fatalf("want the connection closed before hello, client said %s\nbroker:\n%s", out, b.Stderr.String())
 	}
 	waitFor(t, func() bool { return strings.Contains(b.Stderr.String(), "peer is another user") })
 }
