@@ -38,17 +38,27 @@ export function createApprovals({ chrome, timers, uuid, now = Date.now, onChange
         .then((w) => {
           entry.windowId = w.id;
           if (!pending.has(req)) chrome.windows.remove(w.id).catch(() => {}); // settled while opening
+          else if (entry.early?.has(w.id)) settle(entry.early.get(w.id)); // answered while opening
         }, () => settle(false));
     });
   }
 
   // onMessage answers approve.html and admit.html: each reads its request,
   // then answers it.
-  // Only the window opened for a request may answer it.
+  // Only the window opened for a request may answer it. The window's page
+  // can answer before chrome.windows.create has told the worker which
+  // window that is (a busy browser, a quick click): the answer is then kept
+  // with the window it came from and applied once that is known to be the
+  // request's.
   function onMessage(msg, sender) {
     const entry = pending.get(msg.req);
     if (msg.type === 'approval.get') return entry ? entry.details : null;
-    if (entry && entry.windowId !== undefined && sender.tab?.windowId === entry.windowId) entry.settle(msg.allow === true);
+    const from = sender.tab?.windowId;
+    if (!entry || from === undefined) return true;
+    if (entry.windowId === undefined) {
+      entry.early ??= new Map(); // window ID -> its first answer
+      if (!entry.early.has(from)) entry.early.set(from, msg.allow === true);
+    } else if (from === entry.windowId) entry.settle(msg.allow === true);
     return true;
   }
 

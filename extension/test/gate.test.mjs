@@ -87,6 +87,35 @@ test('a restricted grant asks in an approval window; Allow grants', async () => 
   assert.equal(await t.chrome.message({ type: 'approval.get', req }), null);
 });
 
+test('an answer that comes before the worker knows its window counts once the window is known to be the request\'s', async () => {
+  for (const allow of [true, false]) {
+    const t = await setup();
+    t.chrome.addTab(1, 'https://a.test/page', 'Shop');
+    // chrome.windows.create answers late: the page has loaded and been
+    // answered by then (a busy browser, a quick click).
+    const create = t.chrome.windows.create;
+    let opened, url;
+    t.chrome.windows.create = (opts) => new Promise((resolve) => {
+      url = opts.url;
+      opened = () => create(opts).then(resolve);
+    });
+    const id = t.request('lease.grant', { lease: t.lease(1), client: { label: 'Claude' } });
+    for (let i = 0; i < 5; i++) await flush();
+    const asked = new URL(url, 'x:/').searchParams.get('req');
+    const mine = 100 + t.chrome.windows_.length; // the ID the fake gives the window about to open
+    await t.chrome.message({ type: 'approval.answer', req: asked, allow: !allow }, { tab: { windowId: mine + 7 } }); // another window
+    await t.chrome.message({ type: 'approval.answer', req: asked, allow }, { tab: { windowId: mine } });
+    await t.chrome.message({ type: 'approval.answer', req: asked, allow: !allow }, { tab: { windowId: mine } }); // its second answer
+    for (let i = 0; i < 5; i++) await flush();
+    assert.equal(t.port.response(id), undefined, 'not before the window is known');
+    await opened();
+    for (let i = 0; i < 10; i++) await flush();
+    const r = t.port.response(id);
+    assert.equal(allow ? r?.value?.granted : r?.code, allow ? true : 'POLICY_DENIED', `allow=${allow}`);
+    assert.equal(t.chrome.windows_.at(-1).closed, true);
+  }
+});
+
 test('Deny, closing the window, or 60 s without an answer is POLICY_DENIED', async () => {
   const ways = {
     deny: (t, w, req) => t.chrome.message({ type: 'approval.answer', req, allow: false }, { tab: { windowId: w.id } }),
