@@ -59,16 +59,7 @@ func TestOlderBroker(t *testing.T) {
 			}()
 		}
 	}()
-	s := New(Options{RuntimeDir: dir, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	st, ct := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { s.Serve(ctx, st); close(served) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); cancel(); <-served; s.Close() })
+	cs := connectIn(t, dir, nil)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "browser_list", Arguments: map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +75,13 @@ func TestOlderBroker(t *testing.T) {
 // directory holds no broker.
 func connectNoBroker(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	s := New(Options{RuntimeDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	return connectIn(t, t.TempDir(), opts)
+}
+
+// connectIn connects an SDK client to a Server of runtime directory dir.
+func connectIn(t *testing.T, dir string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	s := New(Options{RuntimeDir: dir, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	st, ct := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})

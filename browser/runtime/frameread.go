@@ -130,16 +130,24 @@ func (r *Runtime) inlineFrames(ctx context.Context, owner lease.Owner, l *lease.
 			if err == nil {
 				fr.Observation, err = r.readFrame(ctx, l, p, prov, target, sel, nil)
 			}
-			switch {
-			case err != nil:
+			if err != nil {
 				fr.Code = string(rpc.CodeOf(err))
-			case snapshotSize(fr.Observation) > browser.MaxSnapshotSize:
-				fr.Observation, fr.Code = nil, string(wire.CodeQueueFull)
-			default:
+			} else if boundFrame(&fr) {
 				r.publish(owner, l.ID, fr.Observation)
 			}
 		}
 		out = append(out, fr)
 	}
 	return out
+}
+
+// boundFrame keeps a frame's observation within MaxSnapshotSize, as the
+// page's own is kept: one past it is dropped, its code QUEUE_FULL. It
+// reports whether the observation was kept.
+func boundFrame(fr *browser.InlineFrame) bool {
+	if snapshotSize(fr.Observation) <= browser.MaxSnapshotSize {
+		return true
+	}
+	fr.Observation, fr.Code = nil, string(wire.CodeQueueFull)
+	return false
 }

@@ -51,6 +51,20 @@ func TestSnapshotLimit(t *testing.T) {
 	}
 }
 
+// TestFrameSnapshotLimit: a frame's observation in a page's (inline
+// frames) of exactly 96 KiB is kept; one byte more is dropped, its code
+// QUEUE_FULL.
+func TestFrameSnapshotLimit(t *testing.T) {
+	at := browser.InlineFrame{Observation: observationOf(t, browser.MaxSnapshotSize)}
+	if !boundFrame(&at) || at.Observation == nil || at.Code != "" {
+		t.Fatalf("at the limit: %+v", at)
+	}
+	past := browser.InlineFrame{Observation: observationOf(t, browser.MaxSnapshotSize+1)}
+	if boundFrame(&past) || past.Observation != nil || past.Code != string(wire.CodeQueueFull) {
+		t.Fatalf("past the limit: %+v", past)
+	}
+}
+
 // TestTabQueue: 16 operations may hold or wait for a tab; the 17th is
 // QUEUE_FULL at once, and a slot freed makes room again.
 func TestTabQueue(t *testing.T) {
