@@ -2,12 +2,14 @@ package test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dsh-browser/broker/browser"
+	"github.com/dsh-browser/broker/install"
 	"github.com/dsh-browser/broker/rpc"
 	"github.com/dsh-browser/broker/test/harness/chromium"
 	"github.com/dsh-browser/broker/test/harness/stack"
@@ -162,4 +164,65 @@ func TestE2EObserveTitle(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestReaderObjectNamesItsDocument holds in real Chromium what a read in a
+// kept world relies on instead of a frame tree asked after it
+// (extension/lib/pageread.js proof): a call on an object of a document's
+// isolated world runs in that document, and fails once the tab shows
+// another document, whether the navigation stays in its renderer (the
+// same site) or moves to another (another site). The observations between
+// name the document the tab shows, its URL as the reader saw it.
+func TestReaderObjectNamesItsDocument(t *testing.T) {
+	t.Parallel()
+	s := stack.Start(t, "--access-mode=personal")
+	p := openPage(t, s, "/counter")
+	tab := s.Browser.TabIDOf(t, p.target)
+	worker := s.Browser.ServiceWorker(t, install.PinnedExtensionID)
+	// made makes, in a world of the tab's document, a function that answers
+	// the document's URL, and answers its object ID.
+	made := func() string {
+		t.Helper()
+		return chromium.Eval[string](t, s.Browser, worker, fmt.Sprintf(`(async () => {
+			const t = { tabId: %d };
+			const { frameTree } = await chrome.debugger.sendCommand(t, 'Page.getFrameTree');
+			const world = await chrome.debugger.sendCommand(t, 'Page.createIsolatedWorld', { frameId: frameTree.frame.id, worldName: 'dsh-proof-test' });
+			const r = await chrome.debugger.sendCommand(t, 'Runtime.evaluate', { expression: 'globalThis.url ??= () => location.href', contextId: world.executionContextId });
+			return r.result.objectId;
+		})()`, tab))
+	}
+	// call calls it on its object: the URL, or the error.
+	call := func(objectID string) string {
+		t.Helper()
+		return chromium.Eval[string](t, s.Browser, worker, fmt.Sprintf(`chrome.debugger.sendCommand({ tabId: %d }, 'Runtime.callFunctionOn', {
+			objectId: %q, functionDeclaration: 'function () { return this(); }', returnByValue: true,
+		}).then((r) => r.result.value, (e) => 'error: ' + e.message)`, tab, objectID))
+	}
+	observed := func(want string) {
+		t.Helper()
+		for range 2 { // the first read after a navigation makes the world, the next uses it
+			if got := p.observe().URL; got != want {
+				t.Fatalf("observed %s, want %s", got, want)
+			}
+		}
+	}
+
+	counter := made()
+	if got := call(counter); got != s.Pages.URL("/counter") {
+		t.Fatalf("a call in the document's world answered %q", got)
+	}
+	s.Browser.Navigate(t, p.target, s.Pages.URL("/form"))
+	if got := call(counter); !strings.HasPrefix(got, "error: ") {
+		t.Fatalf("after a navigation within the site, a call on the old document's object answered %q", got)
+	}
+	observed(s.Pages.URL("/form"))
+	form := made()
+	s.Browser.Navigate(t, p.target, s.Pages.LocalhostURL("/form"))
+	if got := call(form); !strings.HasPrefix(got, "error: ") {
+		t.Fatalf("after a navigation to another site, a call on the old document's object answered %q", got)
+	}
+	observed(s.Pages.LocalhostURL("/form"))
+	// A URL that changes within the document is the reader's to tell.
+	eval[any](p, `history.pushState({}, '', '/form/pushed#here')`)
+	observed(s.Pages.LocalhostURL("/form/pushed#here"))
 }

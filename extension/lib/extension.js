@@ -129,7 +129,7 @@ export function createExtension(chrome, {
         await send('Accessibility.enable');
         await send('Performance.enable'); // the document's size, for the read (ax.js)
         const { frameTree } = await send('Page.getFrameTree');
-        if (!gates.setMainFrame(gate, frameTree.frame)) fail('POLICY_DENIED');
+        if (!gates.setMainFrame(gate, frameTree.frame, frameTree.childFrames)) fail('POLICY_DENIED');
         // queryAXTree never answers on a hidden tab.
         tab = await chrome.tabs.update(tabId, { active: true });
         gate.title = tab.title ?? '';
@@ -214,10 +214,15 @@ export function createExtension(chrome, {
   // (ax.read's lastCall): the frame tree after is asked there, not after
   // the answers came. It gets the frame tree before too (a promise), for a
   // read that needs the tree itself (frames, a child frame's checks).
+  // A read in a kept world may stand in a tree of its own making
+  // (pageread.proof, marked world): it names the document the read ran in,
+  // which is the gate's already, so it is checked against the lease
+  // without being recorded.
   async function oneDocument({ gate, send, page, tree }, read) {
     const current = async (asked = send('Page.getFrameTree')) => {
-      const { frameTree } = await asked;
-      if (!gates.setMainFrame(gate, frameTree.frame)) {
+      const { frameTree, world } = await asked;
+      const allowed = world ? gates.allowed(gate, frameTree.frame.url) : gates.setMainFrame(gate, frameTree.frame, frameTree.childFrames);
+      if (!allowed) {
         gates.end(gate, true); // the tab left the lease's origin
         fail('LEASE_REVOKED');
       }

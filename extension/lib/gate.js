@@ -53,7 +53,7 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {}, 
     const gate = {
       conn, tabId, handle: lease.tab, leaseId: lease.id, token: lease.token, title: '',
       scope: lease.scope, origin: lease.origin, expiresAt: 0, expiryTimer: null,
-      epoch: null, mainFrameId: null, mainLoaderId: null, sequence: 0, changeTimer: null,
+      epoch: null, mainFrameId: null, mainLoaderId: null, childFrames: new Set(), sequence: 0, changeTimer: null,
       queue: Promise.resolve(), dropped: false,
     };
     gates.set(tabId, gate);
@@ -146,13 +146,21 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {}, 
     }, PAGE_CHANGE_COALESCE_MS);
   }
 
-  // setMainFrame records the main frame's document. A navigation that
-  // failed shows Chrome's error page for the URL it could not reach: that
-  // URL is what the lease is checked against.
-  function setMainFrame(gate, frame) {
+  // setMainFrame records the main frame's document, and with the frame
+  // tree's childFrames its child frames. A navigation that failed shows
+  // Chrome's error page for the URL it could not reach: that URL is what
+  // the lease is checked against.
+  // gate.childFrames holds the IDs of the main document's child frames
+  // (in its renderer, as the frame tree lists them): from every frame tree
+  // the worker sees, and from the frame events in between. A frame tree
+  // adds to it rather than replacing it, so that a frame attached while the
+  // tree was on its way is not lost; a frame's detach removes it.
+  function setMainFrame(gate, frame, childFrames = []) {
+    if (frame.loaderId !== gate.mainLoaderId) gate.childFrames.clear();
     gate.mainFrameId = frame.id;
     gate.mainLoaderId = frame.loaderId;
     gate.epoch = `${frame.id}:${frame.loaderId}`;
+    for (const c of childFrames) if (typeof c?.frame?.id === 'string') gate.childFrames.add(c.frame.id);
     return allowed(gate, frame.unreachableUrl ?? frame.url);
   }
 
@@ -169,6 +177,12 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {}, 
       case 'Page.navigatedWithinDocument':
         if (params.frameId !== gate.mainFrameId) return;
         break;
+      case 'Page.frameAttached':
+        if (params.parentFrameId === gate.mainFrameId) gate.childFrames.add(params.frameId);
+        return;
+      case 'Page.frameDetached':
+        gate.childFrames.delete(params.frameId);
+        return;
       case 'Page.loadEventFired':
         onLoad(gate);
         break;
@@ -215,7 +229,7 @@ export function createGates({ chrome, timers, now, emit, onDocument = () => {}, 
     busy: (tabId) => gates.has(tabId) || reserved.has(tabId),
     reserve: (tabId) => reserved.add(tabId),
     unreserve: (tabId) => reserved.delete(tabId),
-    add, end, check, authorize, confirm, run, send, setMainFrame, settled, sweep, detach,
+    add, end, check, authorize, confirm, run, send, setMainFrame, allowed, settled, sweep, detach,
     onEvent, onTabUpdated,
     onDetach: (source) => endTab(source.tabId),
     onTabRemoved: endTab,

@@ -18,8 +18,11 @@
 //   world and the reader runs again with them.
 // The renderer runs one session's calls in turn, so a listener read sent
 // after the reader sees its tags, and the frame tree asked after both
-// (lastCall) names the document they read.
+// (lastCall) names the document they read. A read in a world kept from an
+// earlier read needs no frame tree: it calls the reader on its own object
+// in that world (proof).
 import { CodeError } from './errors.js';
+import { isHttp } from './gate.js';
 import { MAX_VALUE_BYTES } from './transport.js';
 import { CONTROL_ROLES, LIMITS, OBSERVE } from './protocol.js';
 import { pageReader, removeTags } from './pagereader.js';
@@ -44,6 +47,8 @@ const READER = String(pageReader);
 const GLOBAL = `__dshPageReader${fnv(READER)}`;
 const DEFINE = `globalThis.${GLOBAL} ??= ${READER}`;
 const CALL = `function (...args) { const read = globalThis.${GLOBAL}; return read === undefined ? undefined : read(...args); }`;
+// CALL_ON calls the reader on its own object (a kept world's reader).
+const CALL_ON = 'function (...args) { return this(...args); }';
 const REMOVE = String(removeTags);
 const controlRoles = new Set(CONTROL_ROLES);
 const utf8 = new TextEncoder();
@@ -59,45 +64,75 @@ const GRAB = new Set(['mousedown', 'pointerdown', 'touchstart']);
 // it with the AX read instead.
 export class Unreadable extends Error {}
 
-// prepare asks, for frameId's document, the reader's world and the
-// document as an object in the main world (for the listener read). Neither
-// reads anything of the page, so the worker sends both beside the first
-// frame tree, before the tab is known to be the lease's, and the read
-// itself starts with the reader. release drops the document's object when
-// no read follows.
+// prepare asks, for frameId's document, the reader's world, the reader
+// defined there as an object, and the document as an object in the main
+// world (for the listener read). None reads anything of the page, so the
+// worker sends them beside the first frame tree, before the tab is known
+// to be the lease's, and the read itself starts with the reader. release
+// drops the objects when no read follows.
 function prepare(send, frameId) {
+  let defined;
   // The reader is defined as soon as the world is known, so before any
   // call of it.
   const context = send('Page.createIsolatedWorld', { frameId, worldName: WORLD }).then(({ executionContextId }) => {
-    send('Runtime.evaluate', { expression: DEFINE, contextId: executionContextId }).catch(() => {});
+    defined = send('Runtime.evaluate', { expression: DEFINE, contextId: executionContextId });
     return executionContextId;
   });
+  const reader = context.then(() => defined).then((r) => r.result?.objectId);
   const document = send('Runtime.evaluate', { expression: 'document' }).then((r) => r.result?.objectId);
-  context.catch(() => {});
-  document.catch(() => {});
-  const release = () => document.then((objectId) => objectId && send('Runtime.releaseObject', { objectId })).catch(() => {});
-  return { context, document, release };
+  for (const p of [context, reader, document]) p.catch(() => {});
+  const release = () => {
+    for (const p of [document, reader]) p.then((objectId) => objectId && send('Runtime.releaseObject', { objectId })).catch(() => {});
+  };
+  return { context, reader, document, release };
 }
 
-// A tab's document world: gate.world is {epoch, context, document} (the
-// reader's execution context and the document's object) of the document
-// of that epoch, once a read or renew proved it; any navigation of the
-// main frame drops it (renew), and gate.worldGen counts those, so that a
-// read that saw one does not keep what it proved of the document before.
-// With it, a read sends the reader at once, and the frame tree that
-// proves it right behind: one round trip for a small page.
+// proof answers what proves a read in a kept world (start): the reader
+// was called on its own object, and a V8 object ID names the renderer
+// process (its isolate) and the context the object lives in, so the call
+// ran in the world of the document the world was kept for, or failed
+// (after a navigation that context is gone, or in another process, or in
+// a frame the tab's session no longer serves). Where a frame tree asked
+// after a call is needed to name its document by a context ID (which a
+// new renderer process may give again), the read's own answer names it
+// here: a frame tree of the world's document, marked world, with the
+// URL the reader saw and the child frames the gate knows of (a frame in a
+// closed shadow root is out of the reader's sight). A reader that failed,
+// or a document that is not HTTP(S) (Chrome's error page of a failed
+// navigation is the lease's under the URL it could not reach), asks the
+// frame tree after all.
+function proof(send, gate, world, pass) {
+  const tree = () => send('Page.getFrameTree');
+  return pass.then(({ answer }) => {
+    if (!isHttp(answer.url)) return tree();
+    const at = world.epoch.indexOf(':');
+    const frame = { id: world.epoch.slice(0, at), loaderId: world.epoch.slice(at + 1), url: answer.url };
+    return { frameTree: { frame, childFrames: [...gate.childFrames].map((id) => ({ frame: { id } })) }, world: true };
+  }, tree);
+}
+
+// A tab's document world: gate.world is {epoch, context, document,
+// reader} (the reader's execution context, the document's object, the
+// reader's object in the world) of the document of that epoch, once a
+// read or renew proved it; any navigation of the main frame drops it
+// (renew), and gate.worldGen counts those, so that a read that saw one
+// does not keep what it proved of the document before. With it, a read
+// sends the reader at once, proven by its own answer (proof): one round
+// trip for a small page, with two calls in it.
 
 // renew, on a navigation of the main frame, drops the tab's world and asks
 // the new document's, kept if no other navigation came meanwhile and the
 // frame tree asked right behind it names the document gate.epoch names.
+// The tree is asked once the reader's object is made, so that it names
+// the document the object was made in (proof).
 export function renew(gate, send) {
   drop(gate, send);
   const gen = gate.worldGen;
   const prepared = prepare(send, gate.mainFrameId);
-  const tree = send('Page.getFrameTree');
-  Promise.all([prepared.context, prepared.document, tree]).then(([context, document, { frameTree }]) => {
-    if (gate.worldGen === gen && `${frameTree.frame.id}:${frameTree.frame.loaderId}` === gate.epoch) {
-      keep(gate, send, { epoch: gate.epoch, context, document });
+  const tree = prepared.reader.then(() => send('Page.getFrameTree'));
+  Promise.all([prepared.context, prepared.document, prepared.reader, tree]).then(([context, document, reader, { frameTree }]) => {
+    if (gate.worldGen === gen && `${frameTree.frame.id}:${frameTree.frame.loaderId}` === gate.epoch && typeof reader === 'string') {
+      keep(gate, send, { epoch: gate.epoch, context, document, reader });
       warmOnce(gate, send);
     } else {
       prepared.release();
@@ -139,7 +174,7 @@ function drop(gate, send) {
   gate.worldGen = (gate.worldGen ?? 0) + 1;
   const old = gate.world;
   gate.world = undefined;
-  if (old) send('Runtime.releaseObject', { objectId: old.document }).catch(() => {});
+  if (old) release(send, old);
 }
 
 function keep(gate, send, world) {
@@ -149,15 +184,22 @@ function keep(gate, send, world) {
     return;
   }
   gate.world = world;
-  if (old) send('Runtime.releaseObject', { objectId: old.document }).catch(() => {});
+  if (old) release(send, old);
+}
+
+function release(send, world) {
+  for (const objectId of [world.document, world.reader]) {
+    if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
+  }
 }
 
 // start begins a whole document's read (extension.js leased): with the
 // tab's world of the document the tab shows as far as the worker knows,
-// the reader, the listener read and the frame tree that proves them (the
-// read's only one: a world serves one document, so the tree asked after
-// the reader names the document it read, or the read is done again);
-// else prepare, beside the first frame tree and the tab check.
+// the reader and the listener read, and what proves them (the read's only
+// frame tree: the proof of the reader's call on its object, or a world
+// kept without that object, a frame tree asked after both: a world serves
+// one document, so the tree names the document it read, or the read is
+// done again); else prepare, beside the first frame tree and the tab check.
 export function start(send, gate) {
   const gen = gate.worldGen ?? 0;
   const world = gate.world;
@@ -166,8 +208,8 @@ export function start(send, gate) {
     return { gen, prepared, release: prepared.release };
   }
   const opts = options();
-  const pass = run(send, world.context, world.document, opts, []);
-  const after = send('Page.getFrameTree');
+  const pass = run(send, world, opts, []);
+  const after = world.reader === undefined ? send('Page.getFrameTree') : proof(send, gate, world, pass);
   pass.catch(() => {});
   after.catch(() => {});
   return { gen, world, opts, pass, after, release: () => {} };
@@ -183,9 +225,9 @@ export function start(send, gate) {
 // named page's document: its child frames are frame owners too (one in a
 // closed shadow root is out of the reader's sight, not of the tree's).
 export async function read(send, gate, page, { early = start(send, gate), lastCall = () => {}, tree } = {}) {
-  let context, document, opts, first;
+  let world, opts, first, prepared;
   if (early.pass !== undefined && early.world.epoch === page.documentEpoch) {
-    ({ context, document } = early.world);
+    world = early.world;
     opts = early.opts;
     lastCall(early.after);
     first = await early.pass.catch((e) => {
@@ -196,7 +238,10 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
     early.pass.catch(() => {}); // of another document
   }
   if (first === undefined) {
-    const prepared = early.prepared ?? prepare(send, gate.mainFrameId);
+    // A world of its own: the reader called by the world's context (its
+    // object is not awaited), the frame tree asked after it proves it.
+    prepared = early.prepared ?? prepare(send, gate.mainFrameId);
+    let context, document;
     try {
       [context, document] = await Promise.all([prepared.context, prepared.document]);
     } catch (e) {
@@ -204,11 +249,13 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
       throw new Unreadable(`no world: ${e?.message}`);
     }
     if (!Number.isInteger(context) || typeof document !== 'string') throw new Unreadable('no world');
+    world = { context, document };
     opts = options();
-    first = run(send, context, document, opts, []);
+    first = run(send, world, opts, []);
     lastCall();
     first = await first;
   }
+  const { context, document } = world;
   let { answer, tagged, listened } = first;
   try {
     if (mustRerun(answer, tagged, listened)) {
@@ -221,7 +268,7 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
       const present = ids.filter((_, i) => objects[i] !== undefined);
       opts.listened = present.map((id) => listened.get(id));
       opts.listenedMore = listened.size > ids.length;
-      const pass = run(send, context, document, opts, objects.filter((o) => o !== undefined));
+      const pass = run(send, world, opts, objects.filter((o) => o !== undefined));
       lastCall();
       ({ answer, tagged } = await pass);
       for (const objectId of objects) if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
@@ -233,11 +280,17 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
     // The world served the document the first frame tree names; the
     // caller proves the same document after (oneDocument), or reads
     // again, as this read then does with a world of its own.
-    if ((gate.worldGen ?? 0) === early.gen) keep(gate, send, { epoch: page.documentEpoch, context, document, warmed: true });
+    // A world of its own: its reader's object was made before the reader's
+    // first call, so the tree that proved the read proves the object too.
+    if (prepared !== undefined) world.reader = await prepared.reader.catch(() => undefined);
+    if ((gate.worldGen ?? 0) === early.gen) keep(gate, send, { ...world, epoch: page.documentEpoch, warmed: true });
     return out;
   } finally {
     send('Runtime.callFunctionOn', { functionDeclaration: REMOVE, executionContextId: context }).catch(() => {});
-    if (gate.world?.document !== document) send('Runtime.releaseObject', { objectId: document }).catch(() => {});
+    if (gate.world?.document !== document) {
+      send('Runtime.releaseObject', { objectId: document }).catch(() => {});
+      prepared?.reader.then((objectId) => objectId && send('Runtime.releaseObject', { objectId })).catch(() => {});
+    }
   }
 }
 
@@ -262,18 +315,21 @@ function options() {
 // most MAX_URL, six bytes a character escaped), a title, the epoch.
 const PAGE_BYTES = 6 * LIMITS.MAX_URL + 4096;
 
-// run runs the reader once, then the listener read right behind it, and
+// run runs the reader once in world ({context, document, reader}: on its
+// object when there is one), then the listener read right behind it, and
 // answers the reader's answer, the backend node ID of each tagged node
 // (by index), and the page's own listeners that matter (backend node ID
 // -> types, in the document's order).
-async function run(send, context, document, opts, objects) {
+async function run(send, world, opts, objects) {
+  const on = world.reader === undefined
+    ? { functionDeclaration: CALL, executionContextId: world.context }
+    : { functionDeclaration: CALL_ON, objectId: world.reader };
   const reader = send('Runtime.callFunctionOn', {
-    functionDeclaration: CALL,
-    executionContextId: context,
+    ...on,
     arguments: [{ value: opts }, ...objects.map((objectId) => ({ objectId }))],
     returnByValue: true,
   });
-  const listeners = send('DOMDebugger.getEventListeners', { objectId: document, depth: -1, pierce: true });
+  const listeners = send('DOMDebugger.getEventListeners', { objectId: world.document, depth: -1, pierce: true });
   let answer;
   try {
     const r = await reader;

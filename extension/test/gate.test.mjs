@@ -353,3 +353,29 @@ test('at start, attachments an earlier worker left are detached before any grant
   assert.equal(chrome.attached.size, 0);
   assert.equal(chrome.badges.get(1), '');
 });
+
+test('a gate knows its main document\'s child frames: from the frame trees it sees and the frame events between them', async () => {
+  const { createGates } = await import('../lib/gate.js');
+  const chrome = fakeChrome();
+  const timers = { setTimeout: () => 0, clearTimeout: () => {} };
+  const gates = createGates({ chrome, timers, now: () => 0, emit: () => {} });
+  const gate = gates.add({}, 1, { tab: 'i:1', id: 'l', token: 1, scope: 'origin', origin: 'https://a.test', expiresAt: 60_000 });
+  const ids = () => [...gate.childFrames].sort();
+  const child = (id) => ({ frame: { id, loaderId: 'CL', url: 'https://a.test/c' } });
+  assert.equal(gates.setMainFrame(gate, { id: 'F', loaderId: 'L1', url: 'https://a.test/' }, [child('A'), child('B')]), true);
+  assert.deepEqual(ids(), ['A', 'B']);
+  gates.onEvent({ tabId: 1 }, 'Page.frameAttached', { frameId: 'C', parentFrameId: 'F' });
+  gates.onEvent({ tabId: 1 }, 'Page.frameAttached', { frameId: 'D', parentFrameId: 'C' }); // C's child
+  gates.onEvent({ tabId: 1 }, 'Page.frameDetached', { frameId: 'A', reason: 'remove' });
+  assert.deepEqual(ids(), ['B', 'C']);
+  // A tree of the same document adds what it lists: a frame attached while
+  // the tree was on its way stays.
+  gates.onEvent({ tabId: 1 }, 'Page.frameAttached', { frameId: 'E', parentFrameId: 'F' });
+  gates.setMainFrame(gate, { id: 'F', loaderId: 'L1', url: 'https://a.test/' }, [child('B'), child('C')]);
+  assert.deepEqual(ids(), ['B', 'C', 'E']);
+  // A new document starts with none of the old one's.
+  gates.onEvent({ tabId: 1 }, 'Page.frameNavigated', { frame: { id: 'F', loaderId: 'L2', url: 'https://a.test/next' } });
+  assert.deepEqual(ids(), []);
+  gates.setMainFrame(gate, { id: 'F', loaderId: 'L3', url: 'https://a.test/last' }, [child('G')]);
+  assert.deepEqual(ids(), ['G']);
+});

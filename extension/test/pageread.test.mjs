@@ -11,14 +11,15 @@ import { PAGE_READ } from '../lib/pageread.js';
 // node is tagged with backend node ID 100 + its index), listeners the
 // page's own (backend node ID -> types). A second pass (the reader called
 // with listened elements) answers rerun(opts) when given. The document's
-// own tag names backend node ID 1.
-function page(t, { nodes, listeners = {}, rerun, frameOwners = 0, fail = false }) {
+// own tag names backend node ID 1. The reader's object in its world is
+// reader-<context>, and the reader answers the page's URL as url.
+function page(t, { nodes, listeners = {}, rerun, frameOwners = 0, fail = false, url = 'https://a.test/' }) {
   const passes = [];
   t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: 7 }));
   t.chrome.cdp.set('Runtime.evaluate', ({ expression, contextId }) => {
     if (expression.startsWith('globalThis.__dshPageReader')) { // the reader's definition, in its world
       assert.equal(contextId, 7);
-      return { result: { type: 'function' } };
+      return { result: { type: 'function', objectId: `reader-${contextId}` } };
     }
     assert.equal(expression, 'document');
     return { result: { type: 'object', objectId: 'doc-1' } };
@@ -28,13 +29,13 @@ function page(t, { nodes, listeners = {}, rerun, frameOwners = 0, fail = false }
     return { object: { objectId: `el-${backendNodeId}` } };
   });
   t.chrome.cdp.set('Runtime.releaseObject', () => ({}));
-  t.chrome.cdp.set('Runtime.callFunctionOn', ({ functionDeclaration, executionContextId, arguments: args }) => {
-    assert.equal(executionContextId, 7);
+  t.chrome.cdp.set('Runtime.callFunctionOn', ({ executionContextId, objectId, arguments: args }) => {
+    assert.equal(contextOf({ executionContextId, objectId }), 7);
     if (!args) return { result: { type: 'undefined' } }; // removeTags
     if (fail) return { exceptionDetails: { text: 'Uncaught' }, result: { type: 'object' } };
     const opts = args[0].value;
-    passes.push({ opts, objects: args.slice(1).map((a) => a.objectId), tag: opts.tag });
-    const answer = passes.length > 1 && rerun ? rerun(opts) : { nodes, truncated: false, frameOwners };
+    passes.push({ opts, objects: args.slice(1).map((a) => a.objectId), tag: opts.tag, on: objectId ?? executionContextId });
+    const answer = { url, ...(passes.length > 1 && rerun ? rerun(opts) : { nodes, truncated: false, frameOwners }) };
     return { result: { type: 'string', value: JSON.stringify(answer) } };
   });
   t.chrome.cdp.set('DOMDebugger.getEventListeners', ({ objectId, depth, pierce }) => {
@@ -49,10 +50,14 @@ function page(t, { nodes, listeners = {}, rerun, frameOwners = 0, fail = false }
   return passes;
 }
 
-async function granted() {
+// contextOf is the context a call runs in: the one it names, or its
+// object's (reader-<context>).
+const contextOf = ({ executionContextId, objectId }) => executionContextId ?? Number(objectId?.replace(/^reader-/, ''));
+
+async function granted(over = {}) {
   const t = await setup({ personal: true });
   t.chrome.addTab(1, 'https://a.test/', 'A');
-  const { lease } = await t.grant(1);
+  const { lease } = await t.grant(1, over);
   t.lease = lease;
   t.read = (request = {}) => t.call('ax.read', { lease, request });
   t.methods = () => t.chrome.commands.map((c) => c.method);
@@ -94,15 +99,23 @@ test('a whole document is read in the page: one reader call, its tags name the b
   assert.equal(t.chrome.commands.slice(before).filter((c) => c.method.startsWith('Accessibility.') || c.method.startsWith('DOMSnapshot.')).length, 0);
 });
 
-test('the frame owners are at least the first frame tree\'s child frames (one in a closed shadow root is out of the reader\'s sight)', async () => {
+test('the frame owners are at least the child frames the worker knows of (one in a closed shadow root is out of the reader\'s sight)', async () => {
   const t = await granted();
   const children = (n) => Array.from({ length: n }, (_, i) => ({ frame: { id: `C${i}`, loaderId: 'CL', url: 'https://b.test/' } }));
-  let childFrames = children(3);
-  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: { frame: { id: 'F1', loaderId: 'L1', url: 'https://a.test/' }, childFrames } }));
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: { frame: { id: 'F1', loaderId: 'L1', url: 'https://a.test/' }, childFrames: children(3) } }));
   page(t, { nodes: [button, text], frameOwners: 2 });
-  assert.equal((await t.read()).value.frameOwners, 3, 'the tree has more');
-  childFrames = children(1);
+  assert.equal((await t.read()).value.frameOwners, 3, 'the first read\'s frame tree has more');
+  // The next reads, in the kept world, ask no frame tree: the frame events
+  // tell the gate of its child frames.
+  const before = t.chrome.commands.length;
+  t.chrome.event(1, 'Page.frameDetached', { frameId: 'C1', reason: 'remove' });
+  t.chrome.event(1, 'Page.frameDetached', { frameId: 'C2', reason: 'swap' });
   assert.equal((await t.read()).value.frameOwners, 2, 'the reader has more');
+  t.chrome.event(1, 'Page.frameAttached', { frameId: 'C3', parentFrameId: 'F1' });
+  t.chrome.event(1, 'Page.frameAttached', { frameId: 'C4', parentFrameId: 'F1' });
+  t.chrome.event(1, 'Page.frameAttached', { frameId: 'G1', parentFrameId: 'C3' }); // a grandchild: its owner is in C3
+  assert.equal((await t.read()).value.frameOwners, 3, 'C0, C3 and C4');
+  assert.equal(t.methods().slice(before).filter((m) => m === 'Page.getFrameTree').length, 0);
 });
 
 test('a listener of a control the reader sent, or of the document, needs no second pass', async () => {
@@ -221,16 +234,20 @@ function loader(t) {
 function movingWorld(t, passes) {
   const world = { id: 7 };
   t.chrome.cdp.set('Page.createIsolatedWorld', () => ({ executionContextId: world.id }));
-  t.chrome.cdp.set('Runtime.callFunctionOn', ({ executionContextId, arguments: args }) => {
-    if (!args) return { result: { type: 'undefined' } };
-    if (executionContextId !== world.id) throw new Error('Cannot find context with specified id');
-    passes.push({ opts: args[0].value, objects: [], tag: args[0].value.tag });
-    return { result: { type: 'string', value: JSON.stringify({ nodes: [button, text], truncated: false, frameOwners: 0 }) } };
+  t.chrome.cdp.set('Runtime.evaluate', ({ expression, contextId }) => (expression === 'document'
+    ? { result: { type: 'object', objectId: 'doc-1' } }
+    : { result: { type: 'function', objectId: `reader-${contextId}` } }));
+  t.chrome.cdp.set('Runtime.callFunctionOn', (params) => {
+    if (!params.arguments) return { result: { type: 'undefined' } };
+    if (contextOf(params) !== world.id) throw new Error('Cannot find context with specified id');
+    const opts = params.arguments[0].value;
+    passes.push({ opts, objects: [], tag: opts.tag });
+    return { result: { type: 'string', value: JSON.stringify({ nodes: [button, text], truncated: false, frameOwners: 0, url: 'https://a.test/' }) } };
   });
   return world;
 }
 
-test('a document read once is read again in one round trip: the reader, the listener read and the frame tree that proves them; the tab is not asked', async () => {
+test('a document read once is read again in one round trip: the reader on its object in the kept world and the listener read, no frame tree; the tab is not asked', async () => {
   const t = await granted();
   loader(t);
   page(t, { nodes: [button, text] });
@@ -243,12 +260,44 @@ test('a document read once is read again in one round trip: the reader, the list
   };
   const before = t.chrome.commands.length;
   const again = await t.read();
-  // The reader, the listener read, the frame tree; then the tags' removal.
-  assert.deepEqual(t.methods().slice(before), ['Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree', 'Runtime.callFunctionOn']);
-  assert.equal(t.methods().slice(before).filter((m) => m === 'Page.getFrameTree').length, 1);
-  assert.equal(t.methods().slice(before).filter((m) => m === 'Page.createIsolatedWorld').length, 0);
+  // The reader, called on its object (its world's document is then the
+  // one the read ran in: the proof), and the listener read; then the
+  // tags' removal.
+  assert.deepEqual(t.methods().slice(before), ['Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Runtime.callFunctionOn']);
+  assert.equal(t.chrome.commands[before].params.objectId, 'reader-7');
+  assert.equal(t.chrome.commands[before].params.executionContextId, undefined);
   assert.equal(asked, 0);
   assert.deepEqual(again.value, first.value);
+  // The URL is the reader's: a document's URL changes without a new
+  // document (history.pushState, a fragment).
+  page(t, { nodes: [button, text], url: 'https://a.test/list?page=2#end' });
+  const moved = await t.read();
+  assert.equal(moved.value.url, 'https://a.test/list?page=2#end');
+  assert.equal(moved.value.documentEpoch, first.value.documentEpoch);
+  assert.equal(t.methods().slice(before).filter((m) => m === 'Page.getFrameTree').length, 0);
+});
+
+test('a read in a kept world whose reader answers no HTTP(S) URL, or fails, asks the frame tree that names the document', async () => {
+  // Chrome's error page of a failed navigation is the lease's under the
+  // URL it could not reach, which only the frame tree tells.
+  const t = await granted();
+  loader(t);
+  page(t, { nodes: [button, text] });
+  await t.read();
+  t.chrome.cdp.set('Page.getFrameTree', () => ({ frameTree: { frame: { id: 'F1', loaderId: 'L1', url: 'chrome-error://chromewebdata/', unreachableUrl: 'https://a.test/down' } } }));
+  page(t, { nodes: [button, text], url: 'chrome-error://chromewebdata/' });
+  const before = t.chrome.commands.length;
+  const r = await t.read();
+  assert.equal(r.value.url, 'https://a.test/down');
+  assert.deepEqual(t.methods().slice(before), ['Runtime.callFunctionOn', 'DOMDebugger.getEventListeners', 'Page.getFrameTree', 'Runtime.callFunctionOn']);
+  // Another origin's URL in the proof ends an origin lease, as a frame
+  // tree naming it does.
+  const other = await granted({ scope: 'origin' });
+  loader(other);
+  page(other, { nodes: [button, text] });
+  await other.read();
+  page(other, { nodes: [button, text], url: 'https://evil.test/' });
+  assert.equal((await other.read()).code, 'LEASE_REVOKED');
 });
 
 test('the title of a read without the tab asked is the one Chrome last reported', async () => {
@@ -267,16 +316,16 @@ test('a tab closed during a read in a proven world answers LEASE_REVOKED', async
   loader(t);
   page(t, { nodes: [button, text] });
   await t.read();
-  // The tab goes as the frame tree after the reader is asked: Chrome
-  // fails the call before the worker hears of the tab's end.
-  const tree = t.chrome.cdp.get('Page.getFrameTree');
-  t.chrome.cdp.set('Page.getFrameTree', () => {
+  // The tab goes as the reader is called: Chrome fails the call (and the
+  // frame tree asked then) before the worker hears of the tab's end.
+  const gone = () => {
     t.chrome.tabs_.delete(1);
     throw new Error('Debugger is not attached to the tab with id: 1.');
-  });
+  };
+  t.chrome.cdp.set('Runtime.callFunctionOn', gone);
+  t.chrome.cdp.set('Page.getFrameTree', gone);
   const r = await t.read();
   assert.equal(r?.code, 'LEASE_REVOKED');
-  t.chrome.cdp.set('Page.getFrameTree', tree);
 });
 
 test('a navigation drops the world and asks the new document\'s; a world of another document is never used', async () => {
@@ -290,7 +339,9 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   const before = t.chrome.commands.length;
   t.chrome.event(1, 'Page.frameNavigated', { frame: { id: 'F1', loaderId: 'L2', url: 'https://a.test/next' } });
   for (let i = 0; i < 10; i++) await flush();
-  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Page.getFrameTree', 'Runtime.evaluate']);
+  // The frame tree that proves the world is asked once the reader's object
+  // is made in it.
+  assert.deepEqual(t.methods().slice(before).filter((m) => m !== 'Runtime.releaseObject'), ['Page.createIsolatedWorld', 'Runtime.evaluate', 'Runtime.evaluate', 'Page.getFrameTree']);
   // At the load event the reader runs once in the new world, with budgets
   // of one, and its tags are taken away; once only.
   const load = t.chrome.commands.length;
@@ -310,7 +361,7 @@ test('a navigation drops the world and asks the new document\'s; a world of anot
   assert.equal(r.value.documentEpoch, 'F1:L2');
   assert.equal(r.value.nodes[0].backendNodeId, 100);
   assert.equal(t.methods().slice(mid).filter((m) => m === 'Page.createIsolatedWorld').length, 0, 'the renewed world serves');
-  assert.ok(t.chrome.commands.slice(mid).filter((c) => c.method === 'Runtime.callFunctionOn' && c.params.arguments).every((c) => c.params.executionContextId === 8));
+  assert.ok(t.chrome.commands.slice(mid).filter((c) => c.method === 'Runtime.callFunctionOn' && c.params.arguments).every((c) => c.params.objectId === 'reader-8'));
   // A navigation the worker has not heard of: the first frame tree names
   // another document than the world's, the read asks for a new world.
   doc.loaderId = 'L3';

@@ -68,7 +68,7 @@ function world(page = doc, now = () => 0) {
   };
   const context = vm.createContext({
     document: page, getComputedStyle: () => style, NodeFilter: { SHOW_ELEMENT: 1 }, Node: { DOCUMENT_POSITION_FOLLOWING: 4 },
-    performance: { now },
+    performance: { now }, location: { href: 'https://a.test/page#top' },
   });
   return (fn, ...args) => {
     context.args = args;
@@ -86,6 +86,7 @@ test('pageReader runs from its source text alone and tags the elements it answer
   assert.equal(answer.nodes[1].parentAxId, answer.nodes[0].axId);
   assert.equal(answer.truncated, false);
   assert.equal(answer.frameOwners, 0);
+  assert.equal(answer.url, 'https://a.test/page#top', 'the document\'s URL as its location has it');
   assert.deepEqual(button.listeners.map(([type]) => type), ['dsh-t-0']);
   assert.deepEqual(doc.listeners.map(([type]) => type), ['dsh-t-document']); // the driver tells its listeners apart
 });

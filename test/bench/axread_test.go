@@ -221,7 +221,7 @@ async function readProduct(tabId, gate = productGates.get(tabId)) {
   const send = (method, params) => { calls++; return chrome.debugger.sendCommand({ tabId }, method, params ?? {}); };
   if (gate === undefined) { // the product knows the main frame from the lease's grant
     const { frameTree } = await send('Page.getFrameTree');
-    gate = { mainFrameId: frameTree.frame.id };
+    gate = { mainFrameId: frameTree.frame.id, childFrames: new Set() };
     productGates.set(tabId, gate);
   }
   calls = 0;
@@ -279,7 +279,7 @@ chrome.debugger.onEvent.addListener(({ tabId }, method, params) => {
 globalThis.firstTimes = async (tabId, url, n) => {
   const send = (method, params) => chrome.debugger.sendCommand({ tabId }, method, params ?? {});
   const { frameTree } = await send('Page.getFrameTree');
-  const gate = { mainFrameId: frameTree.frame.id };
+  const gate = { mainFrameId: frameTree.frame.id, childFrames: new Set() };
   firstGates.set(tabId, gate);
   const times = { warmed: [], unwarmed: [] };
   try {
