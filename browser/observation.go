@@ -160,7 +160,9 @@ type Observation struct {
 
 // MaxInlineFrames bounds the same-origin child frames read into one
 // observation (CapObserveFrames); the others are listed, to read with
-// frame. With MaxFrames listed, five observations of at most
+// frame. With MaxFrames listed (each frame's document epoch and origin at
+// most 512 bytes: the runtime refuses a provider's longer ones, so a frame
+// takes at most about 1.2 KB), five observations of at most
 // MaxSnapshotSize and the list fit one reply with room.
 const MaxInlineFrames = 4
 

@@ -49,7 +49,7 @@ func (r *Runtime) Capture(ctx context.Context, c Client, params json.RawMessage)
 func (s *sourceScreenshot) check() error {
 	img, err := base64.StdEncoding.DecodeString(s.Data)
 	switch {
-	case s.DocumentEpoch == "" || s.CapturedAt <= 0:
+	case !epochOK(s.DocumentEpoch) || s.CapturedAt <= 0:
 		return errors.New("no document or time")
 	case s.MimeType != jpegMime || err != nil || !bytes.HasPrefix(img, []byte{0xFF, 0xD8, 0xFF}):
 		return errors.New("not a base64 JPEG")

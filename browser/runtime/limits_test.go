@@ -172,3 +172,47 @@ func FuzzProject(f *testing.F) {
 		}
 	})
 }
+
+// TestProviderNameLimits: a document epoch a provider names is at most 512
+// bytes (what a client may send back), a frame's origin at most 512; one
+// byte more is a broken contract, in a read, a frame list and a capture.
+func TestProviderNameLimits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{})
+	l := f.claim("s")
+	params := map[string]any{"sessionId": "s", "leaseId": l.ID}
+	// An epoch of n bytes: the main frame's "F:" and a loader ID.
+	epoch := func(n int) string { return "F:" + strings.Repeat("L", n-2) }
+	for _, n := range []int{maxEpoch, maxEpoch + 1} {
+		f.p.page.edit(func(pg *fakePage) { pg.epoch = epoch(n) })
+		_, err := invoke[browser.Observation](t, f.r.Observe, f.c, params)
+		if got := errors.Is(err, errProvider); got != (n > maxEpoch) {
+			t.Fatalf("an observation of a document epoch of %d bytes: %v", n, err)
+		}
+		_, err = invoke[browser.Screenshot](t, f.r.Capture, f.c, params)
+		if got := errors.Is(err, errProvider); got != (n > maxEpoch) {
+			t.Fatalf("a capture of a document epoch of %d bytes: %v", n, err)
+		}
+	}
+	f.p.page.edit(func(pg *fakePage) { pg.epoch = "F:L1" })
+	for _, tc := range []struct {
+		name  string
+		frame sourceFrame
+		ok    bool
+	}{
+		{"a frame's epoch at the limit", sourceFrame{FrameID: "A", ParentID: "F", LoaderID: strings.Repeat("L", maxEpoch-2), Local: true}, true},
+		{"a frame's epoch past it", sourceFrame{FrameID: "A", ParentID: "F", LoaderID: strings.Repeat("L", maxEpoch-1), Local: true}, false},
+		{"an origin at the limit", sourceFrame{FrameID: "A", ParentID: "F", LoaderID: "LA", Origin: "https://" + strings.Repeat("a", maxOrigin-8), Local: true}, true},
+		{"an origin past it", sourceFrame{FrameID: "A", ParentID: "F", LoaderID: "LA", Origin: "https://" + strings.Repeat("a", maxOrigin-7), Local: true}, false},
+		{"a parent ID past the limit", sourceFrame{FrameID: "A", ParentID: strings.Repeat("P", maxEpoch+1), LoaderID: "LA", Local: true}, false},
+	} {
+		f.p.page.edit(func(pg *fakePage) { pg.frames = []sourceFrame{tc.frame} })
+		_, err := invoke[browser.FrameInventory](t, f.r.Frames, f.c, params)
+		if got := err == nil; got != tc.ok {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !tc.ok && !errors.Is(err, errProvider) {
+			t.Fatalf("%s: %v, want errProvider", tc.name, err)
+		}
+	}
+}

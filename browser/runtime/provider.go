@@ -25,6 +25,19 @@ func providerErr(method string, cause any) error {
 	return fmt.Errorf("%w: %s: %v", errProvider, method, cause)
 }
 
+// Bounds of what a provider names: a document epoch is at most what a
+// client may send back (browser.act's documentEpoch), a frame's origin at
+// most maxOrigin bytes (a host name is at most 253). They also bound what
+// an observation with its frames takes (browser.MaxInlineFrames).
+const (
+	maxEpoch  = 512
+	maxOrigin = 512
+)
+
+// epochOK tells whether a provider's document epoch is one a client can
+// use.
+func epochOK(e string) bool { return e != "" && len(e) <= maxEpoch }
+
 // call sends one provider method and decodes its answer into T.
 func call[T any](ctx context.Context, prov Provider, method string, params any) (*T, error) {
 	raw, err := prov.Call(ctx, method, params)
@@ -86,8 +99,8 @@ func callLeaseGrant(ctx context.Context, prov Provider, l *lease.Lease, label st
 	if err != nil {
 		return nil, err
 	}
-	if !g.Granted || g.DocumentEpoch == "" {
-		return nil, providerErr(browser.ProviderLeaseGrant, "a grant without granted:true and a document epoch")
+	if !g.Granted || !epochOK(g.DocumentEpoch) {
+		return nil, providerErr(browser.ProviderLeaseGrant, "a grant without granted:true and a document epoch of 1 to 512 bytes")
 	}
 	return g, nil
 }
@@ -123,8 +136,8 @@ func callAX(ctx context.Context, prov Provider, l *lease.Lease, req axRequest) (
 	if err != nil {
 		return nil, providerErr(method, err)
 	}
-	if read.DocumentEpoch == "" {
-		return nil, providerErr(method, "no document epoch")
+	if !epochOK(read.DocumentEpoch) {
+		return nil, providerErr(method, "no document epoch of 1 to 512 bytes")
 	}
 	return read, nil
 }
@@ -144,8 +157,8 @@ func callAXPage(ctx context.Context, prov Provider, l *lease.Lease, req pageRequ
 	if err != nil {
 		return nil, err
 	}
-	if read.DocumentEpoch == "" {
-		return nil, providerErr(browser.ProviderAXPage, "no document epoch")
+	if !epochOK(read.DocumentEpoch) {
+		return nil, providerErr(browser.ProviderAXPage, "no document epoch of 1 to 512 bytes")
 	}
 	return read, nil
 }
