@@ -320,10 +320,17 @@ export const tupleOrigin = (o) => typeof o === 'string' && /^https?:\/\/[^/?#\s]
 // creator's): for those, the origin the document itself has, self.origin
 // read in an isolated world of its frame (page scripts cannot redefine it
 // there) — an opaque one (a sandboxed frame's) stays what was reported.
+// A document's origin is the one it was created with for as long as it
+// lives (document.domain does not change it), so an HTTP(S) origin read
+// once is kept with the frame's document (gate.frameOrigins, by frame and
+// loader ID): the checks before and after a frame's read, and the frame
+// list they follow, read it once.
 export async function frameOrigin(gate, send, f) {
   if (tupleOrigin(f.securityOrigin)) return f.securityOrigin;
   const worlds = worldsOf(gate);
   const key = `${f.id}:${f.loaderId}`;
+  const known = (gate.frameOrigins ??= new Map());
+  if (known.has(key)) return known.get(key);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       let contextId = worlds.get(key);
@@ -333,7 +340,10 @@ export async function frameOrigin(gate, send, f) {
         worlds.set(key, contextId);
       }
       const { result } = await send('Runtime.evaluate', { expression: 'self.origin', contextId, returnByValue: true });
-      return tupleOrigin(result?.value) ? result.value : f.securityOrigin;
+      if (!tupleOrigin(result?.value)) return f.securityOrigin;
+      if (known.size >= 16) known.clear();
+      known.set(key, result.value);
+      return result.value;
     } catch (e) {
       if (e instanceof CodeError) throw e;
       worlds.delete(key); // the world went with its document

@@ -259,7 +259,7 @@ export async function setup({ welcome = true, personal = false, ordered = false,
 // test can change the page between two reads:
 //
 //   page = {url, origin, loaderId?, viewport?, frames: [frame...]}
-//   frame = {owner, origin?, local?, id?, name?, box?, frames?}
+//   frame = {owner, origin?, local?, id?, loaderId?, name?, box?, frames?}
 //     owner   the backendNodeId of the owner element in its parent document
 //     local   false: out of process. Page.getFrameTree and the snapshot leave
 //             it and all below it out; only DOM.describeNode knows its ID.
@@ -269,7 +269,8 @@ export async function setup({ welcome = true, personal = false, ordered = false,
 //     name    the owner's nodeName, IFRAME unless given
 //   viewport  cssVisualViewport fields; defaults 1000x800 at 0,0, scale 1
 //
-// Frame IDs default to C<owner>, the root's to F<tabId>. Screenshots answer
+// Frame IDs default to C<owner>, the root's to F<tabId>; a frame's loader
+// ID to L-<its ID>. Screenshots answer
 // "png1", "png2", ... in order.
 export function serveFrames(chrome, tabId, page) {
   const rootId = () => `F${tabId}`;
@@ -280,7 +281,7 @@ export function serveFrames(chrome, tabId, page) {
 
   chrome.cdp.set('Page.getFrameTree', () => {
     const tree = (f, parentId) => ({
-      frame: { id: idOf(f), parentId, loaderId: `L-${idOf(f)}`, url: urlOf(f.origin), securityOrigin: f.origin },
+      frame: { id: idOf(f), parentId, loaderId: f.loaderId ?? `L-${idOf(f)}`, url: urlOf(f.origin), securityOrigin: f.origin },
       childFrames: (f.frames ?? []).filter((c) => c.local !== false).map((c) => tree(c, idOf(f))),
     });
     const root = { frame: { id: rootId(), loaderId: page.loaderId ?? 'L1', url: page.url, securityOrigin: page.origin } };

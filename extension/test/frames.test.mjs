@@ -73,6 +73,25 @@ test('an about:blank or srcdoc frame is of the origin its document has, not the 
   assert.equal(opaque.code, 'POLICY_DENIED');
 });
 
+test('a frame document\'s origin is proved once, and again for the frame\'s next document', async () => {
+  const blank = { owner: 11, origin: '://', selfOrigin: ORIGIN, box: [0, 0, 10, 10] };
+  const t = await granted({ frames: [blank] });
+  const proofs = () => t.sent('Runtime.evaluate').filter((c) => c.params.expression === 'self.origin').length;
+  assert.equal((await t.list()).ok, true);
+  t.chrome.cdp.set('Accessibility.getRootAXNode', () => ({ node: { nodeId: '1', role: { value: 'RootWebArea' }, name: { value: '' }, childIds: [] } }));
+  const read = await t.call('ax.read', { lease: t.leaseOf, request: { frame: { frameId: 'C11', loaderId: 'L-C11' } } });
+  assert.equal(read.ok, true, read.code);
+  assert.equal((await t.list()).ok, true);
+  assert.equal(proofs(), 1, 'the list, the read\'s checks before and after it, the next list');
+  // The frame navigates: its new document, of another origin, is proved.
+  Object.assign(blank, { loaderId: 'L-C11-2', selfOrigin: OTHER });
+  const r = await t.list();
+  assert.deepEqual(r.value.frames.map((f) => [f.frameId, f.origin]), [['F1', ORIGIN], ['C11', OTHER]]);
+  assert.equal(proofs(), 2);
+  const refused = await t.call('ax.read', { lease: t.leaseOf, request: { frame: { frameId: 'C11', loaderId: 'L-C11-2' } } });
+  assert.equal(refused.code, 'POLICY_DENIED');
+});
+
 // afterShot runs fn(n) after the nth screenshot is taken, before it is answered:
 // the page changes between the scene reads around it.
 function afterShot(t, fn) {
