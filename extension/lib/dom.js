@@ -317,20 +317,45 @@ export const tupleOrigin = (o) => typeof o === 'string' && /^https?:\/\/[^/?#\s]
 // securityOrigin} of Page.getFrameTree): its securityOrigin when that is an
 // HTTP(S) origin. Chromium 156 reports "://" for about:blank and
 // about:srcdoc documents whatever origin they have (they inherit their
-// creator's): for those, the origin the document itself has, self.origin
-// read in an isolated world of its frame (page scripts cannot redefine it
-// there) — an opaque one (a sandboxed frame's) stays what was reported.
-// A document's origin is the one it was created with for as long as it
-// lives (document.domain does not change it), so an HTTP(S) origin read
-// once is kept with the frame's document (gate.frameOrigins, by frame and
-// loader ID): the checks before and after a frame's read, and the frame
+// creator's): for those, the origin the browser keeps the frame's storage
+// under (Storage.getStorageKeyForFrame, answered by the browser process,
+// which the page cannot touch) when that key is an origin alone (a
+// first-party frame); else (a key of another top-level site or with a
+// nonce, or none: an opaque origin) the origin the document itself has,
+// self.origin read in an isolated world of its frame (page scripts cannot
+// redefine it there) — an opaque one (a sandboxed frame's) stays what was
+// reported. A document's origin is the one it was created with for as long
+// as it lives (document.domain does not change it), so an HTTP(S) origin
+// read once is kept with the frame's document (gate.frameOrigins, by frame
+// and loader ID): the checks before and after a frame's read, and the frame
 // list they follow, read it once.
 export async function frameOrigin(gate, send, f) {
   if (tupleOrigin(f.securityOrigin)) return f.securityOrigin;
-  const worlds = worldsOf(gate);
   const key = `${f.id}:${f.loaderId}`;
   const known = (gate.frameOrigins ??= new Map());
   if (known.has(key)) return known.get(key);
+  const origin = (await keyOrigin(send, f)) ?? (await selfOrigin(gate, send, f, key));
+  if (!tupleOrigin(origin)) return f.securityOrigin;
+  if (known.size >= 16) known.clear();
+  known.set(key, origin);
+  return origin;
+}
+
+// keyOrigin is the origin of frame f's storage key when the key is that
+// origin alone ("https://a.test/"), else undefined.
+async function keyOrigin(send, f) {
+  try {
+    const { storageKey } = await send('Storage.getStorageKeyForFrame', { frameId: f.id });
+    return /^(https?:\/\/[^/?#\s^]+)\/$/.exec(storageKey ?? '')?.[1];
+  } catch (e) {
+    if (e instanceof CodeError) throw e;
+    return undefined; // an opaque origin has no key to give
+  }
+}
+
+// selfOrigin reads self.origin in an isolated world of frame f's document.
+async function selfOrigin(gate, send, f, key) {
+  const worlds = worldsOf(gate);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       let contextId = worlds.get(key);
@@ -340,16 +365,13 @@ export async function frameOrigin(gate, send, f) {
         worlds.set(key, contextId);
       }
       const { result } = await send('Runtime.evaluate', { expression: 'self.origin', contextId, returnByValue: true });
-      if (!tupleOrigin(result?.value)) return f.securityOrigin;
-      if (known.size >= 16) known.clear();
-      known.set(key, result.value);
-      return result.value;
+      return result?.value;
     } catch (e) {
       if (e instanceof CodeError) throw e;
       worlds.delete(key); // the world went with its document
     }
   }
-  return f.securityOrigin;
+  return undefined;
 }
 
 // read answers dom.read: the facts of the node, or {found:false} when its

@@ -291,7 +291,14 @@ export function serveFrames(chrome, tabId, page) {
 
   // An about:blank or about:srcdoc frame (origin '://') has the origin
   // f.selfOrigin of its document, which self.origin says in an isolated
-  // world of its frame.
+  // world of its frame. Its storage key is f.key, by default its origin
+  // and a slash (none, for an opaque origin: the call fails).
+  chrome.cdp.set('Storage.getStorageKeyForFrame', ({ frameId }) => {
+    const f = all().find((x) => idOf(x) === frameId);
+    const key = f?.key !== undefined ? f.key : /^https?:/.test(f?.selfOrigin ?? '') ? `${f.selfOrigin}/` : null;
+    if (key === null) throw new Error('Frame has an opaque origin');
+    return { storageKey: key };
+  });
   const worlds = new Map();
   chrome.cdp.set('Page.createIsolatedWorld', ({ frameId }) => {
     const id = 900 + worlds.size;

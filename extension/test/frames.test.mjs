@@ -46,24 +46,27 @@ test('an about:blank or srcdoc frame is of the origin its document has, not the 
       { owner: 11, origin: '://', selfOrigin: ORIGIN, frames: [sameOrigin(111)], box: [0, 0, 10, 10] }, // about:blank, written by the page
       { owner: 12, origin: '://', selfOrigin: 'null', box: [20, 0, 10, 10] }, // a sandboxed srcdoc
       { owner: 13, origin: '://', selfOrigin: OTHER, box: [40, 0, 10, 10] }, // made by another origin's script
+      { owner: 14, origin: '://', selfOrigin: 'https://b.test', key: 'https://b.test/^0https://a.test', box: [60, 0, 10, 10] }, // another site's, partitioned
     ],
   });
   const from = t.chrome.commands.length;
   const r = await t.list();
   assert.equal(r.ok, true, r.code);
   assert.deepEqual(r.value.frames.map((f) => [f.frameId, f.origin]),
-    [['F1', ORIGIN], ['C11', ORIGIN], ['C111', ORIGIN], ['C12', '://'], ['C13', OTHER]]);
-  // The three proofs are asked at once, not one frame after another.
-  const proofs = t.chrome.commands.slice(from).map((c) => c.method).filter((m) => m === 'Page.createIsolatedWorld' || m === 'Runtime.evaluate');
-  assert.deepEqual(proofs, [...Array(3).fill('Page.createIsolatedWorld'), ...Array(3).fill('Runtime.evaluate')]);
-  // Proven in an isolated world of each frame, and only where the
-  // reported origin is not an HTTP(S) one.
-  assert.deepEqual(t.sent('Page.createIsolatedWorld').map((c) => c.params), ['C11', 'C12', 'C13'].map((frameId) => ({ frameId, worldName: 'dsh-broker' })));
+    [['F1', ORIGIN], ['C11', ORIGIN], ['C111', ORIGIN], ['C12', '://'], ['C13', OTHER], ['C14', 'https://b.test']]);
+  // The proofs are asked at once, not one frame after another: each
+  // frame's storage key, and where that is no origin alone, self.origin
+  // in an isolated world of the frame; only where the reported origin is
+  // not an HTTP(S) one.
+  const proofs = t.chrome.commands.slice(from).map((c) => c.method).filter((m) => /^(Storage|Page\.createIsolatedWorld|Runtime\.evaluate)/.test(m));
+  assert.deepEqual(proofs, [...Array(4).fill('Storage.getStorageKeyForFrame'), ...Array(2).fill('Page.createIsolatedWorld'), ...Array(2).fill('Runtime.evaluate')]);
+  assert.deepEqual(t.sent('Storage.getStorageKeyForFrame').map((c) => c.params.frameId), ['C11', 'C12', 'C13', 'C14']);
+  assert.deepEqual(t.sent('Page.createIsolatedWorld').map((c) => c.params), ['C12', 'C14'].map((frameId) => ({ frameId, worldName: 'dsh-broker' })));
   // A capture paints only the branches not of the page's origin.
   const shot = await t.capture();
   assert.equal(shot.ok, true, shot.code);
-  assert.equal(shot.value.redaction.frames, 2);
-  assert.equal(shot.value.redaction.regions, 2);
+  assert.equal(shot.value.redaction.frames, 3);
+  assert.equal(shot.value.redaction.regions, 3);
   // Reads and input in the blank frame go ahead as in any same-origin frame.
   t.chrome.cdp.set('Accessibility.getRootAXNode', () => ({ node: { nodeId: '1', role: { value: 'RootWebArea' }, name: { value: '' }, childIds: [] } }));
   const read = await t.call('ax.read', { lease: t.leaseOf, request: { frame: { frameId: 'C11', loaderId: 'L-C11' } } });
@@ -76,7 +79,7 @@ test('an about:blank or srcdoc frame is of the origin its document has, not the 
 test('a frame document\'s origin is proved once, and again for the frame\'s next document', async () => {
   const blank = { owner: 11, origin: '://', selfOrigin: ORIGIN, box: [0, 0, 10, 10] };
   const t = await granted({ frames: [blank] });
-  const proofs = () => t.sent('Runtime.evaluate').filter((c) => c.params.expression === 'self.origin').length;
+  const proofs = () => t.sent('Storage.getStorageKeyForFrame').length;
   assert.equal((await t.list()).ok, true);
   t.chrome.cdp.set('Accessibility.getRootAXNode', () => ({ node: { nodeId: '1', role: { value: 'RootWebArea' }, name: { value: '' }, childIds: [] } }));
   const read = await t.call('ax.read', { lease: t.leaseOf, request: { frame: { frameId: 'C11', loaderId: 'L-C11' } } });
