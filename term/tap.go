@@ -14,9 +14,10 @@ import (
 // region (DECSTBM) is clamped to the program's rows, an absolute row
 // (CUP, HVP, VPA) beyond them is clamped, and a cursor move down (CUD,
 // CNL, VPR) or line feed below the scroll region stops at the program's
-// last row. Everything else passes unchanged. It notes what else reaches
-// the bar row (erasing the display, a reset, the alternate screen, DECALN)
-// so that the bar is drawn again.
+// last row, and a soft reset (DECSTR) is followed by the program's
+// margins (afterSoftReset). Everything else passes unchanged. It notes
+// what else reaches the bar row (erasing the display, a reset, the
+// alternate screen, DECALN) so that the bar is drawn again.
 //
 // One case is not caught: a character printed, with autowrap, in the last
 // column of the program's last row while that row is below a scroll region
@@ -80,8 +81,8 @@ func (t *barTap) Sequence(s *vt.Screen, p *vt.Parser, final byte) []byte {
 	in := p.Intermediates()
 	rows, _ := s.Size()
 	switch {
-	case len(in) == 1 && in[0] == '!' && final == 'p': // DECSTR resets the margins
-		t.region = true
+	case len(in) == 1 && in[0] == '!' && final == 'p': // DECSTR
+		return afterSoftReset(s.DrawState(), rows)
 	case len(in) > 0:
 	case p.Private() == '?' && (final == 'h' || final == 'l'):
 		// Terminals disagree on what switching screens does to the cursor
@@ -139,6 +140,27 @@ func (t *barTap) Sequence(s *vt.Screen, p *vt.Parser, final byte) []byte {
 		return []byte{}
 	}
 	return nil
+}
+
+// afterSoftReset is DECSTR as the owner's terminal must take it, d the
+// grid's state before it: terminals disagree on its margins (xterm resets
+// them to the whole screen, the bar row with it; others keep them), while
+// the grid resets them to the program's rows. So the margins are set to
+// the program's rows right after it, at once (not when the bar is next
+// drawn: output after it in the same write would scroll by the wrong
+// margins), and the cursor, which setting them moves home and DECSTR
+// leaves, is put back, a pending wrap with it; DECSTR leaves origin mode
+// off and the default pen.
+func afterSoftReset(d vt.DrawState, rows int) []byte {
+	b := fmt.Appendf(nil, "\x1b[!p\x1b[1;%dr", rows)
+	if !d.WrapPending {
+		return fmt.Appendf(b, "\x1b[%d;%dH", d.Row+1, d.Col+1)
+	}
+	col, text := d.Col, d.Last.Text()
+	if d.Last.Width == 0 && col > 0 {
+		col-- // the tail of a wide character: reprint its head
+	}
+	return fmt.Appendf(b, "\x1b[%d;%dH%s%s\x1b[0m", d.Row+1, col+1, d.Last.Attr.SGR(), text)
 }
 
 // params writes a sequence's parameters back as they came (colons aside).
