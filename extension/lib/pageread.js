@@ -15,7 +15,10 @@
 //   clickable): that same listener read has them. When one of them could
 //   change the answer (a listened element the reader did not send, or sent
 //   as other than a control), the listened elements are resolved into the
-//   world and the reader runs again with them.
+//   world and the reader runs again with them. The pierced listener read
+//   reaches into child frames too: a listened element the second run
+//   finds in another document is kept as foreign with the world, and
+//   sends no later read of the document round again.
 // The renderer runs one session's calls in turn, so a listener read sent
 // after the reader sees its tags, and the frame tree asked after both
 // (lastCall) names the document they read. A read in a world kept from an
@@ -257,8 +260,10 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
   }
   const { context, document } = world;
   let { answer, tagged, listened } = first;
+  const foreign = (world.foreign ??= new Set());
+  for (const id of tagged.values()) foreign.delete(id); // in the document now (adopted)
   try {
-    if (mustRerun(answer, tagged, listened)) {
+    if (mustRerun(answer, tagged, listened, foreign)) {
       const ids = [...listened.keys()].slice(0, PAGE_READ.listened);
       const objects = await Promise.all(ids.map((backendNodeId) =>
         send('DOM.resolveNode', { backendNodeId, executionContextId: context }).then((r) => r.object?.objectId, (e) => {
@@ -272,6 +277,8 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
       lastCall();
       ({ answer, tagged } = await pass);
       for (const objectId of objects) if (objectId !== undefined) send('Runtime.releaseObject', { objectId }).catch(() => {});
+      if (foreign.size + present.length > MAX_FOREIGN) foreign.clear();
+      for (const k of Array.isArray(answer.foreign) ? answer.foreign : []) if (present[k] !== undefined) foreign.add(present[k]);
       if (answer.incomplete) throw new Unreadable('more listened elements than a read passes');
     }
     const out = finish(page, answer, tagged);
@@ -358,15 +365,21 @@ async function run(send, world, opts, objects) {
   return { answer, tagged, listened };
 }
 
+// MAX_FOREIGN bounds the listened elements of other documents a world
+// keeps.
+const MAX_FOREIGN = 1024;
+
 // mustRerun tells whether the page's listeners could change the reader's
 // answer: a listened element it did not send, one it sent as other than a
 // control (a listener makes it clickable), or a control listening for a
-// grab (its items become draggable).
-function mustRerun(answer, tagged, listened) {
+// grab (its items become draggable); not an element of another document
+// (foreign).
+function mustRerun(answer, tagged, listened, foreign) {
   if (listened.size === 0) return false;
   const sent = new Map(); // backend node ID -> node
   for (const [i, id] of tagged) sent.set(id, answer.nodes[i]);
   for (const [id, types] of listened) {
+    if (foreign.has(id)) continue;
     const n = sent.get(id);
     if (n === undefined || !controlRoles.has(n?.role) || types.some((t) => GRAB.has(t))) return true;
   }

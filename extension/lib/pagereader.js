@@ -20,8 +20,11 @@
 // node's parentAxId is its nearest emitted ancestor.
 
 // pageReader reads the document it runs in and answers
-// JSON.stringify({nodes, truncated, frameOwners, incomplete, url}) (nodes:
-// PROVIDER.md ax.read's, without backend node IDs). opts:
+// JSON.stringify({nodes, truncated, frameOwners, incomplete, url, foreign})
+// (nodes: PROVIDER.md ax.read's, without backend node IDs; foreign: the
+// indexes of the listened elements passed that are of another document, a
+// child frame's, which the driver's pierced listener read reaches too).
+// opts:
 //   tag: the prefix of the event types that tag emitted elements;
 //   budgets: {controls, regions, texts, textBytes, nodeBytes}, the
 //     projection's (it stops once the projection is full);
@@ -889,9 +892,11 @@ export function pageReader(opts, ...listenedElements) {
   const lastPassed = listenedElements.at(-1);
   const incomplete = opts?.listenedMore === true && lastPassed !== undefined &&
     (!truncated || (last !== undefined && (lastPassed.compareDocumentPosition(last) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0));
+  const foreign = [];
+  listenedElements.forEach((el, k) => el && el.ownerDocument !== document && foreign.push(k));
   // url: the document's, as the page's location has it now (a kept
   // world's read names its document by it: pageread.js proof).
-  return JSON.stringify({ nodes, truncated, frameOwners, incomplete, url: location.href });
+  return JSON.stringify({ nodes, truncated, frameOwners, incomplete, url: location.href, foreign });
 }
 
 // removeTags removes the listeners the last pageReader call of this world

@@ -150,6 +150,30 @@ test('a listened element the reader did not send, or sent as no control, is pass
   }
 });
 
+test('a listened element the second pass finds in another document (a child frame) sends no later read of the document round again, until the page adopts it', async () => {
+  const t = await granted();
+  loader(t);
+  const foreignRerun = () => ({ nodes: [button, text], truncated: false, frameOwners: 1, foreign: [0] });
+  // Backend node ID 101: the second node's, were it an element of the
+  // document the reader sends.
+  let passes = page(t, { nodes: [button, text], listeners: { 101: ['click'] }, rerun: foreignRerun });
+  await t.read();
+  assert.equal(passes.length, 2, 'the first read of the document goes round twice');
+  assert.deepEqual(passes[1].objects, ['el-101']);
+  passes = page(t, { nodes: [button, text], listeners: { 101: ['click'] }, rerun: foreignRerun });
+  const r = await t.read();
+  assert.equal(passes.length, 1, 'the next read does not');
+  assert.equal(r.value.nodes[0].backendNodeId, 100);
+  // The page moves the element into its own document: the reader sends it
+  // (tagged: backend node ID 101), as no control, so its listener counts.
+  const adopted = { axId: 'p1', role: 'generic', name: 'Moved', ignored: false, props: {}, el: true };
+  const card = { ...adopted, props: { clickable: true } };
+  passes = page(t, { nodes: [button, adopted], listeners: { 101: ['click'] }, rerun: () => ({ nodes: [button, card], truncated: false, frameOwners: 0 }) });
+  const moved = await t.read();
+  assert.equal(passes.length, 2);
+  assert.deepEqual(moved.value.nodes[1].props, { clickable: true });
+});
+
 test('at most PAGE_READ.listened listened elements are passed; a reader that reads past them gives way to the AX read', async () => {
   // At the bound every listened element is passed and the answer stands;
   // one more, and the reader that read past the last one passed gives way.

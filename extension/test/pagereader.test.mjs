@@ -43,6 +43,11 @@ function fakeDocument(children) {
     removeEventListener(type, fn) { d.listeners = d.listeners.filter(([t, f]) => t !== type || f !== fn); },
   };
   html.parentNode = d;
+  const own = (n) => n.childNodes?.forEach((c) => {
+    c.ownerDocument = d;
+    own(c);
+  });
+  own(d);
   return d;
 }
 
@@ -87,8 +92,17 @@ test('pageReader runs from its source text alone and tags the elements it answer
   assert.equal(answer.truncated, false);
   assert.equal(answer.frameOwners, 0);
   assert.equal(answer.url, 'https://a.test/page#top', 'the document\'s URL as its location has it');
+  assert.deepEqual(answer.foreign, []);
   assert.deepEqual(button.listeners.map(([type]) => type), ['dsh-t-0']);
   assert.deepEqual(doc.listeners.map(([type]) => type), ['dsh-t-document']); // the driver tells its listeners apart
+});
+
+test('a listened element of another document (a child frame\'s) is named foreign, by its index', () => {
+  const inFrame = fakeDocument([fakeElement('button', [text('In a frame')])]).documentElement.children[0].children[0];
+  const opts = { tag: 'dsh-t-', listened: [['click'], ['click']] };
+  const answer = JSON.parse(world()(pageReader, opts, inFrame, button));
+  assert.deepEqual(answer.foreign, [0]);
+  assert.deepEqual(answer.nodes.filter((n) => n.role === 'button').map((n) => n.name), ['Go']);
 });
 
 test('a second read removes the first read\'s tags, and removeTags its own', () => {
