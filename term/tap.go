@@ -152,15 +152,22 @@ func (t *barTap) Sequence(s *vt.Screen, p *vt.Parser, final byte) []byte {
 // leaves, is put back, a pending wrap with it; DECSTR leaves origin mode
 // off and the default pen.
 func afterSoftReset(d vt.DrawState, rows int) []byte {
-	b := fmt.Appendf(nil, "\x1b[!p\x1b[1;%dr", rows)
+	return fmt.Appendf(nil, "\x1b[!p\x1b[1;%dr%s\x1b[0m", rows, cursorBack(d, d.Row+1))
+}
+
+// cursorBack puts the terminal's cursor where d has it, on the terminal's
+// row (1-based, as origin mode counts it), a pending wrap with it: the
+// last character is printed again, which leaves the cursor in the last
+// column with the wrap pending (the pen is then the character's).
+func cursorBack(d vt.DrawState, row int) string {
 	if !d.WrapPending {
-		return fmt.Appendf(b, "\x1b[%d;%dH", d.Row+1, d.Col+1)
+		return fmt.Sprintf("\x1b[%d;%dH", row, d.Col+1)
 	}
 	col, text := d.Col, d.Last.Text()
 	if d.Last.Width == 0 && col > 0 {
 		col-- // the tail of a wide character: reprint its head
 	}
-	return fmt.Appendf(b, "\x1b[%d;%dH%s%s\x1b[0m", d.Row+1, col+1, d.Last.Attr.SGR(), text)
+	return fmt.Sprintf("\x1b[%d;%dH%s%s", row, col+1, d.Last.Attr.SGR(), text)
 }
 
 // params writes a sequence's parameters back as they came (colons aside).
@@ -208,17 +215,7 @@ func barSequence(d vt.DrawState, rows int, bar string, region bool) []byte {
 		b.WriteString("\x1b[?6h")
 		row = d.Row - d.Top + 1
 	}
-	if d.WrapPending {
-		// Reprinting the last character puts the cursor back in the last
-		// column with the wrap pending.
-		col, text := d.Col, d.Last.Text()
-		if d.Last.Width == 0 && col > 0 {
-			col-- // the tail of a wide character: reprint its head
-		}
-		fmt.Fprintf(&b, "\x1b[%d;%dH%s%s", row, col+1, d.Last.Attr.SGR(), text)
-	} else {
-		fmt.Fprintf(&b, "\x1b[%d;%dH", row, d.Col+1)
-	}
+	b.WriteString(cursorBack(d, row))
 	b.WriteString(d.Pen.SGR())
 	if d.G0DEC {
 		b.WriteString("\x1b(0")

@@ -44,15 +44,13 @@ func (p *page) inventory(tab string, src *sourceFrames) (*browser.FrameInventory
 	if !ok || main.ParentID != "" || !main.Local || main.FrameID+":"+main.LoaderID != src.DocumentEpoch {
 		return nil, errors.New("the first frame is not the main document")
 	}
-	for i, f := range src.Frames {
-		if len(f.FrameID)+1+len(f.LoaderID) > maxEpoch || len(f.ParentID) > maxEpoch || len(f.Origin) > maxOrigin {
-			return nil, fmt.Errorf("frame %d: its IDs or origin are too long", i)
-		}
-	}
 	inv := &browser.FrameInventory{Tab: tab, DocumentEpoch: src.DocumentEpoch, Truncated: src.Truncated, Frames: make([]browser.Frame, 0, len(src.Frames))}
 	handles := make(map[string]string, len(src.Frames)) // frame ID -> public ID, of frames that may be parents
 	seen := make(map[string]bool, len(src.Frames))
 	for i, f := range src.Frames {
+		if len(f.FrameID)+1+len(f.LoaderID) > maxEpoch || len(f.ParentID) > maxEpoch || len(f.Origin) > maxOrigin {
+			return nil, fmt.Errorf("frame %d: its IDs or origin are too long", i)
+		}
 		out := browser.Frame{IsMain: i == 0, OriginRelation: originOpaque, ContextStatus: contextUnknown}
 		if i > 0 {
 			parent, ok := handles[f.ParentID]

@@ -74,14 +74,10 @@ export class Unreadable extends Error {}
 // to be the lease's, and the read itself starts with the reader. release
 // drops the objects when no read follows.
 function prepare(send, frameId) {
-  let defined;
-  // The reader is defined as soon as the world is known, so before any
-  // call of it.
-  const context = send('Page.createIsolatedWorld', { frameId, worldName: WORLD }).then(({ executionContextId }) => {
-    defined = send('Runtime.evaluate', { expression: DEFINE, contextId: executionContextId });
-    return executionContextId;
-  });
-  const reader = context.then(() => defined).then((r) => r.result?.objectId);
+  const context = send('Page.createIsolatedWorld', { frameId, worldName: WORLD }).then((r) => r.executionContextId);
+  // The reader is defined as soon as the world is known: this reaction,
+  // the world's first, comes before any call of it.
+  const reader = context.then((contextId) => send('Runtime.evaluate', { expression: DEFINE, contextId })).then((r) => r.result?.objectId);
   const document = send('Runtime.evaluate', { expression: 'document' }).then((r) => r.result?.objectId);
   for (const p of [context, reader, document]) p.catch(() => {});
   const release = () => {
@@ -225,8 +221,9 @@ export function start(send, gate) {
 // lastCall is called once every call the answer depends on is sent (with
 // the frame tree already asked after them, when start asked it), and
 // again after any that follows. tree, when given, is the frame tree that
-// named page's document: its child frames are frame owners too (one in a
-// closed shadow root is out of the reader's sight, not of the tree's).
+// named page's document (or proof's, with the child frames the gate knows
+// of): its child frames are frame owners too (one in a closed shadow root
+// is out of the reader's sight, not of the tree's).
 export async function read(send, gate, page, { early = start(send, gate), lastCall = () => {}, tree } = {}) {
   let world, opts, first, prepared;
   if (early.pass !== undefined && early.world.epoch === page.documentEpoch) {
@@ -261,7 +258,7 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
   const { context, document } = world;
   let { answer, tagged, listened } = first;
   const foreign = (world.foreign ??= new Set());
-  for (const id of tagged.values()) foreign.delete(id); // in the document now (adopted)
+  if (foreign.size > 0) for (const id of tagged.values()) foreign.delete(id); // in the document now (adopted)
   try {
     if (mustRerun(answer, tagged, listened, foreign)) {
       const ids = [...listened.keys()].slice(0, PAGE_READ.listened);
@@ -286,18 +283,17 @@ export async function read(send, gate, page, { early = start(send, gate), lastCa
     if (out.frameOwners !== undefined && frames > out.frameOwners) out.frameOwners = frames;
     // The world served the document the first frame tree names; the
     // caller proves the same document after (oneDocument), or reads
-    // again, as this read then does with a world of its own.
-    // A world of its own: its reader's object was made before the reader's
-    // first call, so the tree that proved the read proves the object too.
+    // again, as this read then does with a world of its own. That one's
+    // reader object was made before the reader's first call, so the tree
+    // that proved the read proves the object too.
     if (prepared !== undefined) world.reader = await prepared.reader.catch(() => undefined);
     if ((gate.worldGen ?? 0) === early.gen) keep(gate, send, { ...world, epoch: page.documentEpoch, warmed: true });
     return out;
   } finally {
     send('Runtime.callFunctionOn', { functionDeclaration: REMOVE, executionContextId: context }).catch(() => {});
-    if (gate.world?.document !== document) {
-      send('Runtime.releaseObject', { objectId: document }).catch(() => {});
-      prepared?.reader.then((objectId) => objectId && send('Runtime.releaseObject', { objectId })).catch(() => {});
-    }
+    // A world of its own not kept; a kept world that was replaced or
+    // dropped meanwhile had its objects released then (keep, drop).
+    if (prepared !== undefined && gate.world?.document !== document) prepared.release();
   }
 }
 

@@ -99,8 +99,8 @@ func BenchmarkHops(b *testing.B) {
 }
 
 // BenchmarkFrameRead times browser.observe of /blankframes' srcdoc frame (a
-// same-origin child frame of the main document's origin, proved in an
-// isolated world), back to back and 250 ms after the page loaded (the load,
+// same-origin child frame of the main document's origin, reported as "://"
+// and proved), back to back and 250 ms after the page loaded (the load,
 // the wait and the frame list that names the new document are not timed).
 func BenchmarkFrameRead(b *testing.B) {
 	s := stack.Start(b, "--access-mode=personal")
